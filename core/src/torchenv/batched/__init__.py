@@ -1,0 +1,1 @@
+"""torchenv.batched (placeholder: filled in by its issue)."""

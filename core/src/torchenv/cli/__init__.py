@@ -1,0 +1,1 @@
+"""torchenv.cli (placeholder: filled in by its issue)."""

@@ -1,0 +1,1 @@
+"""torchenv.envs (placeholder: filled in by its issue)."""

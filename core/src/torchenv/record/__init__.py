@@ -1,0 +1,1 @@
+"""torchenv.record (placeholder: filled in by its issue)."""

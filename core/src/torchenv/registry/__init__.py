@@ -1,0 +1,1 @@
+"""torchenv.registry (placeholder: filled in by its issue)."""

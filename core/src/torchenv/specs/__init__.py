@@ -1,0 +1,1 @@
+"""torchenv.specs (placeholder: filled in by its issue)."""

@@ -1,0 +1,1 @@
+"""torchenv.testing (placeholder: filled in by its issue)."""

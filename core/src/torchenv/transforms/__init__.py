@@ -1,0 +1,1 @@
+"""torchenv.transforms (placeholder: filled in by its issue)."""

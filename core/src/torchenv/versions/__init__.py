@@ -1,0 +1,1 @@
+"""torchenv.versions (placeholder: filled in by its issue)."""

@@ -1,1 +1,24 @@
-"""torchenv.envs (placeholder: filled in by its issue)."""
+"""torchenv.envs: ``EnvBase``, the MDP contract and its utilities (TorchRL-compatible)."""
+
+from torchenv.envs._checks import check_env_specs
+from torchenv.envs._common import EnvBase
+from torchenv.envs._libraries import get_available_libraries
+from torchenv.envs._marl import MarlGroupMapType, check_marl_grouping
+from torchenv.envs._step_mdp import step_mdp
+from torchenv.envs._utils import RandomPolicy, make_composite_from_td, terminated_or_truncated
+from torchenv.envs.builtin import CartPoleEnv, PendulumEnv, TicTacToeEnv
+
+__all__ = [
+    "CartPoleEnv",
+    "EnvBase",
+    "MarlGroupMapType",
+    "PendulumEnv",
+    "TicTacToeEnv",
+    "check_marl_grouping",
+    "get_available_libraries",
+    "RandomPolicy",
+    "check_env_specs",
+    "make_composite_from_td",
+    "step_mdp",
+    "terminated_or_truncated",
+]

@@ -1,1 +1,12 @@
-"""torchenv.testing (placeholder: filled in by its issue)."""
+"""torchenv.testing: the conformance tests every env (built-in, plugin, third-party) runs.
+
+>>> from torchenv.testing import EnvConformanceTests
+>>> class TestMyEnv(EnvConformanceTests):
+...     def make_env(self):
+...         from torchenv.envs import CartPoleEnv
+...         return CartPoleEnv(batch_size=[4])
+"""
+
+from torchenv.testing._conformance import EnvConformanceTests
+
+__all__ = ["EnvConformanceTests"]

@@ -1,0 +1,526 @@
+"""``BatchedEnvBase``: what ``SerialEnv`` and ``ParallelEnv`` share.
+
+Arguments, specs (the sub-envs' specs stacked along a leading worker dim), buffers, the
+step / reset / step_and_maybe_reset logic with partial ``"_step"`` / ``"_reset"`` dispatch,
+attribute fan-out, seeding and lifecycle. The two subclasses only say how a command reaches
+the sub-environments (:meth:`BatchedEnvBase._dispatch`): a direct call (serial) or a worker
+process (parallel). Both run each sub-environment through the same
+:class:`~torchenv.batched._worker.EnvRunner`.
+
+Meta-data (specs, batch size, device) comes from one env built in the parent and closed at
+once (one per task with a list of factories), or from :attr:`EnvCreator.meta_data` when the
+factory is an :class:`~torchenv.batched.EnvCreator`. The buffers must exist before the workers
+are forked, which asking a worker for its specs would forbid; building a CartPole or Pendulum in
+the parent costs well under a millisecond here, less than one fork.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+from tensordict import LazyStackedTensorDict, TensorDictBase
+
+from torchenv.batched import _worker as W
+from torchenv.batched._creator import EnvCreator, _meta_data
+from torchenv.batched._shared import BufferGroup, FlatBuffer, leaves_of
+from torchenv.envs import EnvBase
+from torchenv.specs import Composite
+
+__all__ = ["BatchedEnvBase"]
+
+
+def _as_list(value: Any, n: int, what: str) -> list:
+    if isinstance(value, (list, tuple)):
+        if len(value) != n:
+            raise ValueError(f"{what}: expected {n} items (one per worker); got {len(value)}.")
+        return list(value)
+    return [value] * n
+
+
+def _stack_specs(specs: list[Composite]) -> Composite:
+    first = specs[0]
+    if all(s == first for s in specs[1:]):
+        return first.expand(len(specs), *first.shape)
+    try:
+        return torch.stack(specs, 0)
+    except Exception as err:
+        raise ValueError(
+            "the sub-environments have different specs that cannot be stacked: "
+            f"{type(err).__name__}: {err}"
+        ) from err
+
+
+def _tuple(key: Any) -> tuple:
+    return key if isinstance(key, tuple) else (key,)
+
+
+class _Dispatcher:
+    """``env.method(*args)`` on every sub-environment; returns one result per worker."""
+
+    def __init__(self, env: BatchedEnvBase, name: str) -> None:
+        self._env, self._name = env, name
+
+    def __call__(self, *args: Any, **kwargs: Any) -> list:
+        env = self._env
+        n = env.num_workers
+        return env._dispatch(W.OP_CALL, range(n), [(self._name, args, kwargs)] * n, reply=True)
+
+    def __repr__(self) -> str:
+        return f"<method {self._name!r} of {self._env.num_workers} sub-environments>"
+
+
+class BatchedEnvBase(EnvBase):
+    """Runs ``num_workers`` copies of an environment (or one env per task) as one batched env.
+
+    Querying an attribute or method the batched env does not have returns one value per
+    sub-environment (``env.g`` → ``[g0, g1, ...]``; ``env.method(x)`` → ``[r0, r1, ...]``).
+
+    Args:
+        num_workers: number of sub-environments.
+        create_env_fn: a callable returning an env, or a list of them (one per worker:
+            multi-task; the specs may differ, the output is then a lazy stack).
+        create_env_kwargs: keyword arguments for ``create_env_fn`` (a dict, or one per worker).
+
+    Keyword Args:
+        share_individual_td: one buffer per worker and lazily stacked outputs. Default:
+            ``False`` when all sub-envs have the same specs, else ``True``.
+        shared_memory: place the buffers in shared memory (``ParallelEnv`` requires this or
+            ``memmap``). Default ``True``.
+        memmap: place the buffers in a memory-mapped file (deleted once the workers have it).
+        policy_proof: accepted for compatibility; extra root keys (e.g. a policy's hidden
+            state) are carried over by ``step_and_maybe_reset`` whatever its value.
+        device: device of the batched env's inputs and outputs; may differ from the
+            sub-envs' (data is cast). Default: the sub-envs' device.
+        num_threads: torch threads of this process (``ParallelEnv``; unchanged when ``None``).
+        num_sub_threads: torch threads of each worker (``ParallelEnv``). Default 1.
+        serial_for_single: a ``ParallelEnv`` with one worker is a ``SerialEnv``.
+        non_blocking: cast between devices with ``non_blocking=True``. Default ``True``.
+        mp_start_method: multiprocessing start method (``ParallelEnv``). Default: ``"fork"``
+            where safe (Linux, no CUDA initialised), else ``"forkserver"``/``"spawn"``.
+        use_buffers: move data through preallocated buffers laid out from the specs. Default:
+            ``True`` unless a sub-env has dynamic specs or non-tensor entries (then data is
+            sent as TensorDicts and outputs are lazily stacked).
+    """
+
+    _parallel: bool = False
+
+    def __init__(
+        self,
+        num_workers: int,
+        create_env_fn: Callable | Sequence[Callable] | None = None,
+        create_env_kwargs: dict | Sequence[dict] | None = None,
+        *,
+        share_individual_td: bool | None = None,
+        shared_memory: bool = True,
+        memmap: bool = False,
+        policy_proof: Callable | None = None,
+        device: torch.device | str | None = None,
+        num_threads: int | None = None,
+        num_sub_threads: int = 1,
+        serial_for_single: bool = False,
+        non_blocking: bool = True,
+        mp_start_method: str | None = None,
+        use_buffers: bool | None = None,
+    ) -> None:
+        if not isinstance(num_workers, int) or num_workers < 1:
+            raise ValueError(f"num_workers must be a positive int; got {num_workers!r}.")
+        if create_env_fn is None:
+            raise TypeError("create_env_fn is required (a callable or a list of callables).")
+        fns = _as_list(create_env_fn, num_workers, "create_env_fn")
+        for i, fn in enumerate(fns):
+            if not callable(fn):
+                raise TypeError(f"create_env_fn[{i}] must be callable; got {type(fn).__name__}.")
+        kwargs = _as_list(create_env_kwargs or {}, num_workers, "create_env_kwargs")
+        kwargs = [dict(k or {}) for k in kwargs]
+        multi_task = isinstance(create_env_fn, (list, tuple))
+
+        metas = self._read_meta(fns, kwargs, multi_task)
+        sub_device = metas[0]["device"]
+        batch = metas[0]["batch_size"]
+        for i, meta in enumerate(metas[1:], 1):
+            if meta["batch_size"] != batch:
+                raise ValueError(
+                    f"all sub-environments must have the same batch_size; worker 0 has "
+                    f"{tuple(batch)}, worker {i} has {tuple(meta['batch_size'])}."
+                )
+        out_device = torch.device(device) if device is not None else sub_device
+        super().__init__(device=out_device, batch_size=(num_workers, *batch))
+
+        d = self.__dict__
+        d["num_workers"] = num_workers
+        d["create_env_fn"] = fns
+        d["create_env_kwargs"] = kwargs
+        d["share_individual_td"] = share_individual_td
+        d["shared_memory"] = shared_memory
+        d["memmap"] = memmap
+        d["policy_proof"] = policy_proof
+        d["num_threads"] = num_threads
+        d["num_sub_threads"] = num_sub_threads
+        d["serial_for_single"] = serial_for_single
+        d["non_blocking"] = non_blocking
+        d["mp_start_method"] = mp_start_method
+        d["_metas"] = metas
+        d["_sub_device"] = sub_device
+        d["_worker_batch"] = [m["batch_size"] for m in metas]
+        d["_started"] = False
+        d["_env_str"] = metas[0]["env_str"]
+
+        # specs: the sub-env specs stacked along the worker dim
+        self.input_spec = _stack_specs([m["input_spec"] for m in metas])
+        self.output_spec = _stack_specs([m["output_spec"] for m in metas])
+
+        dynamic = any(m["has_dynamic_specs"] for m in metas)
+        non_tensor = any(
+            type(spec).__name__ == "NonTensor"
+            for m in metas
+            for part in ("input_spec", "output_spec")
+            for spec in m[part].values(True, True)
+        )
+        if use_buffers is None:
+            use_buffers = not (dynamic or non_tensor)
+        elif use_buffers and (dynamic or non_tensor):
+            raise ValueError(
+                "use_buffers=True is impossible: a sub-environment has "
+                + ("dynamic specs (a -1 dim)" if dynamic else "non-tensor entries")
+                + "; leave use_buffers unset or pass False."
+            )
+        d["_use_buffers"] = bool(use_buffers)
+        d["_groups"] = self._make_groups(metas) if use_buffers else None
+
+    # ------------------------------------------------------------------ construction
+    @staticmethod
+    def _read_meta(fns: list, kwargs: list, multi_task: bool) -> list[dict]:
+        """Meta-data of each worker's env: from one env per distinct factory."""
+        cache: dict[int, dict] = {}
+        metas = []
+        for i, fn in enumerate(fns):
+            key = id(fn) if multi_task else 0
+            if key not in cache:
+                if isinstance(fn, EnvCreator) and (not kwargs[i] or not multi_task):
+                    cache[key] = fn.meta_data
+                else:
+                    env = fn(**kwargs[i])
+                    try:
+                        cache[key] = _meta_data(env)
+                    finally:
+                        try:
+                            env.close(raise_if_closed=False)
+                        except TypeError:
+                            env.close()
+                        del env
+            metas.append(cache[key])
+        return metas
+
+    def _make_groups(self, metas: list[dict]) -> dict[str, BufferGroup]:
+        per_worker: dict[str, list] = {"in": [], "next": [], "root": []}
+        for meta in metas:
+            ins, outs = meta["input_spec"], meta["output_spec"]
+            obs = outs["full_observation_spec"].zero()
+            done = outs["full_done_spec"].zero()
+            state = ins["full_state_spec"].zero()
+            inputs = ins["full_action_spec"].zero()
+            inputs.update(state)
+            for key in done.keys(True, True):
+                k = _tuple(key)
+                if k[-1] == "done":
+                    inputs.set((*k[:-1], "_reset"), done.get(key))
+            nxt = obs.clone()
+            nxt.update(outs["full_reward_spec"].zero())
+            nxt.update(done)
+            root = obs.clone()
+            root.update(done)
+            root.update(state)
+            per_worker["in"].append(leaves_of(inputs))
+            per_worker["next"].append(leaves_of(nxt))
+            per_worker["root"].append(leaves_of(root))
+        dense = not self.share_individual_td and all(
+            per_worker["next"][0] == p for p in per_worker["next"][1:]
+        )
+        if self.share_individual_td is False and not dense:
+            raise ValueError(
+                "share_individual_td=False needs sub-environments with identical specs; "
+                "they differ. Pass share_individual_td=True or leave it unset."
+            )
+        dense = dense and all(
+            per_worker[g][0] == p for g in ("in", "root") for p in per_worker[g][1:]
+        )
+        return {name: BufferGroup(leaves, dense=dense) for name, leaves in per_worker.items()}
+
+    def _alloc(self, shared: bool) -> FlatBuffer:
+        """Lay the groups out in one flat buffer and bind their views."""
+        offset = 0
+        for group in self._groups.values():
+            group.offset = offset
+            offset += group.nbytes
+        buffer = FlatBuffer(offset, shared=shared)
+        for group in self._groups.values():
+            group.bind(buffer, group.offset)
+        return buffer
+
+    # ------------------------------------------------------------------ lifecycle
+    def start(self) -> None:
+        """Create the sub-environments (workers). Called on first use if not called before."""
+        if self.__dict__["_started"]:
+            return
+        self._start()
+        self.__dict__["_started"] = True
+        self.is_closed = False
+
+    def _start(self) -> None:
+        raise NotImplementedError
+
+    def _shutdown(self) -> None:
+        raise NotImplementedError
+
+    def close(self, *, raise_if_closed: bool = True) -> None:
+        """Close the sub-environments (stop the workers, free the buffers).
+
+        Closing a closed env raises ``RuntimeError`` unless ``raise_if_closed=False``. The
+        env can be used again after ``close``: it then starts new sub-environments.
+        """
+        if self.is_closed and raise_if_closed:
+            raise RuntimeError(f"{type(self).__name__} is already closed.")
+        d = self.__dict__
+        try:
+            if d.get("_started"):
+                self._shutdown()
+        finally:
+            d["_started"] = False
+            self.is_closed = True
+
+    def _ensure_started(self) -> None:
+        if not self.__dict__["_started"]:
+            self.start()
+
+    def update_kwargs(self, kwargs: dict | Sequence[dict]) -> None:
+        """Update the keyword arguments of the env factories (used when workers next start)."""
+        for current, new in zip(
+            self.create_env_kwargs, _as_list(kwargs, self.num_workers, "kwargs")
+        ):
+            current.update(new)
+
+    def _dispatch(
+        self, op: int, workers: Sequence[int], args: Sequence[Any] | None = None, reply=False
+    ) -> list | None:
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ fan-out
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return super().__getattr__(name)  # parameters, buffers, submodules
+        except AttributeError:
+            pass
+        if name.startswith("_") or "_started" not in self.__dict__:
+            raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
+        self._ensure_started()
+        n = self.num_workers
+        values = self._dispatch(W.OP_GETATTR, range(n), [name] * n, reply=True)
+        if any(isinstance(v, W.CallableMarker) for v in values):
+            return _Dispatcher(self, name)
+        return values
+
+    # ------------------------------------------------------------------ seeding
+    def set_seed(self, seed: int | None = None, static_seed: bool = False) -> int | None:
+        """Seed worker ``i`` with the seed returned by worker ``i - 1`` (chained seeds).
+
+        Returns the seed following the last worker's, so that ``SerialEnv`` and ``ParallelEnv``
+        built alike and seeded alike give identical results.
+        """
+        self._ensure_started()
+        for i in range(self.num_workers):
+            (seed,) = self._dispatch(W.OP_SEED, [i], [(seed, static_seed)], reply=True)
+        return seed
+
+    def _set_seed(self, seed: int | None) -> None:  # pragma: no cover - set_seed is overridden
+        self.set_seed(seed)
+
+    # ------------------------------------------------------------------ outputs
+    def _cast(self, td: TensorDictBase) -> TensorDictBase:
+        device = self.__dict__["_device"]
+        if device is not None and device != self.__dict__["_sub_device"]:
+            return td.to(device, non_blocking=self.non_blocking and device.type == "cuda")
+        return td
+
+    def _snapshot(self, group: str) -> TensorDictBase:
+        return self._groups[group].snapshot(self.batch_size, self._worker_batch)
+
+    def _workers_of(self, mask: torch.Tensor) -> list[int]:
+        mask = mask.reshape(self.num_workers, -1).any(-1)
+        return mask.nonzero().squeeze(-1).tolist()
+
+    # ------------------------------------------------------------------ step
+    def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
+        self._ensure_started()
+        partial = tensordict.get("_step", None)
+        n = self.num_workers
+        workers = range(n) if partial is None else self._workers_of(partial)
+        if not self._use_buffers:
+            return self._cast(self._step_no_buffers(tensordict, workers, partial))
+        with torch.no_grad():
+            self._groups["in"].write(tensordict, workers)
+        self._dispatch(W.OP_STEP, workers)
+        out = self._snapshot("next")
+        if partial is not None and len(workers) < n:
+            out = self._fill_skipped(out, tensordict, workers)
+        return self._cast(out)
+
+    def _fill_skipped(
+        self, out: TensorDictBase, tensordict: TensorDictBase, workers: list[int]
+    ) -> TensorDictBase:
+        """Rows of workers that did not step: the input's values, or zeros."""
+        mask = torch.zeros(self.num_workers, dtype=torch.bool)
+        mask[list(workers)] = True
+        if isinstance(out, LazyStackedTensorDict):
+            for i in range(self.num_workers):
+                if not mask[i]:
+                    prev = tensordict[i]
+                    sub = out.tensordicts[i]
+                    for key in list(sub.keys(True, True)):
+                        value = prev.get(key, None)
+                        sub.set(key, value.clone() if value is not None else sub.get(key) * 0)
+            return out
+        for key in list(out.keys(True, True)):
+            new = out.get(key)
+            old = tensordict.get(key, None)
+            if old is None or old.shape != new.shape:
+                old = torch.zeros_like(new)
+            m = mask.reshape(-1, *([1] * (new.ndim - 1)))
+            out.set(key, torch.where(m, new, old.to(new.device)))
+        return out
+
+    def _step_no_buffers(self, tensordict, workers, partial) -> TensorDictBase:
+        sub_tds = tensordict.exclude("_step").unbind(0)
+        outs = self._dispatch(
+            W.OP_STEP_NO_BUFFERS, workers, [sub_tds[i] for i in workers], reply=True
+        )
+        if len(workers) < self.num_workers:
+            template = outs[0]
+            full = []
+            it = iter(outs)
+            chosen = set(workers)
+            for i in range(self.num_workers):
+                if i in chosen:
+                    full.append(next(it))
+                else:
+                    prev = sub_tds[i]
+                    skipped = template.clone().zero_()
+                    for key in skipped.keys(True, True):
+                        value = prev.get(key, None)
+                        if value is not None and value.shape == skipped.get(key).shape:
+                            skipped.set(key, value.clone())
+                    full.append(skipped)
+            outs = full
+        return LazyStackedTensorDict.maybe_dense_stack(outs, 0)
+
+    # ------------------------------------------------------------------ reset
+    def _reset(self, tensordict: TensorDictBase | None, **kwargs) -> TensorDictBase:
+        self._ensure_started()
+        n = self.num_workers
+        list_of_kwargs = kwargs.pop("list_of_kwargs", None)
+        if list_of_kwargs is None:
+            per_worker = [kwargs] * n
+        else:
+            per_worker = [
+                {**w, **kwargs} for w in _as_list(list_of_kwargs, n, "list_of_kwargs")
+            ]
+        workers: Sequence[int] = range(n)
+        reset_entries = []
+        if tensordict is not None:
+            for key in self.reset_keys:
+                value = tensordict.get(key, None)
+                if value is not None:
+                    reset_entries.append((key, value))
+            if reset_entries:
+                mask = torch.zeros(n, dtype=torch.bool)
+                for _, value in reset_entries:
+                    mask |= value.reshape(n, -1).any(-1).cpu()
+                workers = mask.nonzero().squeeze(-1).tolist()
+        if not self._use_buffers:
+            return self._cast(self._reset_no_buffers(tensordict, workers, per_worker))
+        keys = None
+        if tensordict is not None:
+            keys = [_tuple(k) for k in self.state_keys if tensordict.get(k, None) is not None]
+            if reset_entries and (self._worker_batch[0] or self._nested_reset):
+                keys += [_tuple(k) for k, _ in reset_entries]
+            with torch.no_grad():
+                self._groups["in"].write(tensordict, workers)
+        if workers:
+            self._dispatch(W.OP_RESET, workers, [(keys, per_worker[i]) for i in workers])
+        return self._cast(self._snapshot("root"))
+
+    @property
+    def _nested_reset(self) -> bool:
+        return any(isinstance(k, tuple) and len(k) > 1 for k in self.reset_keys)
+
+    def _reset_no_buffers(self, tensordict, workers, per_worker) -> TensorDictBase:
+        n = self.num_workers
+        subs = tensordict.unbind(0) if tensordict is not None else [None] * n
+        args = []
+        for i in workers:
+            sub = subs[i]
+            if sub is not None:
+                sub = sub.select(*self.state_keys, *self.reset_keys, strict=False)
+                if self._worker_batch[0] == () and not self._nested_reset:
+                    sub = sub.exclude(*self.reset_keys)
+                if sub.is_empty():
+                    sub = None
+            args.append((sub, per_worker[i]))
+        outs = self._dispatch(W.OP_RESET_NO_BUFFERS, workers, args, reply=True) if workers else []
+        if len(workers) < n:
+            # workers not reset: their values come from ``tensordict`` (merged by EnvBase.reset)
+            template = outs[0] if outs else None
+            full, it, chosen = [], iter(outs), set(workers)
+            for i in range(n):
+                if i in chosen:
+                    full.append(next(it))
+                else:
+                    prev = subs[i].exclude(*self.reset_keys, *self.action_keys)
+                    full.append(prev if template is None else prev.select(*template.keys(True, True), strict=False))
+            outs = full
+        return LazyStackedTensorDict.maybe_dense_stack(outs, 0)
+
+    # ------------------------------------------------------------------ step_and_maybe_reset
+    def step_and_maybe_reset(
+        self, tensordict: TensorDictBase
+    ) -> tuple[TensorDictBase, TensorDictBase]:
+        """Step every sub-environment and reset, inside each, those that are done.
+
+        Returns ``(tensordict, tensordict_)`` like :meth:`EnvBase.step_and_maybe_reset`; the
+        reset happens in the sub-environments, so no second round trip is needed.
+        """
+        if not self._use_buffers or "_step" in tensordict.keys():
+            return super().step_and_maybe_reset(tensordict)
+        self._ensure_started()
+        if tensordict.batch_size != self.batch_size:
+            self._check_batch(tensordict, self._plan)
+        with torch.no_grad():
+            self._groups["in"].write(tensordict)
+        self._dispatch(W.OP_STEP_AND_MAYBE_RESET, range(self.num_workers))
+        nxt = self._cast(self._snapshot("next"))
+        root = self._cast(self._snapshot("root"))
+        tensordict.set("next", nxt)
+        extra = self._extra_root_keys(tensordict)
+        if extra:
+            root.update(tensordict.select(*extra))
+        return tensordict, root
+
+    def _extra_root_keys(self, tensordict: TensorDictBase) -> list:
+        """Root keys that are not env entries (a policy's hidden state...): carried over."""
+        known = self._cached("batched_known_root_keys", self._known_root_keys)
+        return [k for k in tensordict.keys() if k not in known]
+
+    def _known_root_keys(self) -> set:
+        known = {"next", "_reset", "_step"}
+        for spec in (self.full_action_spec, self.output_spec["full_reward_spec"]):
+            known.update(_tuple(k)[0] for k in spec.keys(True, True))
+        for spec in (self.full_observation_spec, self.full_done_spec, self.full_state_spec):
+            known.update(_tuple(k)[0] for k in spec.keys(True, True))
+        return known
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(num_workers={self.num_workers}, device={self.device}, "
+            f"batch_size={self.batch_size},\n    env={self._env_str})"
+        )

@@ -1,0 +1,103 @@
+"""``ParallelEnv``: one sub-environment per worker process.
+
+The parent writes inputs into shared buffers, wakes the workers concerned, waits for them and
+copies the outputs out (see :mod:`torchenv.batched._pool` for the wake-up mechanism and start
+method, both chosen by measurement, and :mod:`torchenv.batched._shared` for the buffers).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from torchenv.batched._base import BatchedEnvBase
+from torchenv.batched._pool import WorkerPool, default_start_method
+from torchenv.batched._serial import SerialEnv
+from torchenv.envs._common import _EnvMeta
+
+__all__ = ["ParallelEnv"]
+
+
+class _ParallelMeta(_EnvMeta):
+    def __call__(cls, *args: Any, **kwargs: Any):
+        num_workers = args[0] if args else kwargs.get("num_workers")
+        if kwargs.get("serial_for_single") and num_workers == 1:
+            return SerialEnv(*args, **kwargs)
+        return super().__call__(*args, **kwargs)
+
+
+class ParallelEnv(BatchedEnvBase, metaclass=_ParallelMeta):
+    """Runs ``num_workers`` environments in worker processes, as one batched env.
+
+    Data moves through shared-memory buffers laid out from the specs; each worker sleeps on a
+    semaphore between commands. ``step_and_maybe_reset`` steps and resets inside the workers in
+    one round trip. Gradients are disabled. A worker that raises surfaces as
+    :class:`~torchenv.batched.WorkerError` naming the worker and carrying its traceback; a worker
+    that dies surfaces within a fraction of a second. Workers are stopped by :meth:`close`, or
+    when the env is garbage-collected, or at interpreter exit.
+
+    See :class:`~torchenv.batched._base.BatchedEnvBase` for the arguments.
+
+    Examples:
+        >>> from torchenv.envs import PendulumEnv
+        >>> env = ParallelEnv(2, PendulumEnv)
+        >>> env.set_seed(0)  # doctest: +ELLIPSIS
+        ...
+        >>> env.rollout(3).batch_size
+        torch.Size([2, 3])
+        >>> env.close()
+    """
+
+    _parallel = True
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self._use_buffers and not (self.shared_memory or self.memmap):
+            raise ValueError(
+                "ParallelEnv moves data through shared buffers: shared_memory=False and "
+                "memmap=False cannot both be given (or pass use_buffers=False)."
+            )
+        self.__dict__["_pool"] = None
+
+    def _start(self) -> None:
+        if self.num_threads is not None:
+            torch.set_num_threads(self.num_threads)
+        method = self.mp_start_method or default_start_method()
+        self.__dict__["_pool"] = WorkerPool(
+            self.create_env_fn,
+            self.create_env_kwargs,
+            self._groups,
+            start_method=method,
+            num_sub_threads=self.num_sub_threads,
+        )
+
+    def _shutdown(self) -> None:
+        pool = self.__dict__.get("_pool")
+        self.__dict__["_pool"] = None
+        if pool is not None:
+            pool.close()
+
+    @property
+    def worker_pids(self) -> list[int]:
+        """Process ids of the workers (empty before start and after close)."""
+        pool = self.__dict__.get("_pool")
+        return [] if pool is None else pool.pids
+
+    def _dispatch(
+        self, op: int, workers: Sequence[int], args: Sequence[Any] | None = None, reply=False
+    ) -> list | None:
+        return self.__dict__["_pool"].run(op, workers, args, reply)
+
+    @torch.no_grad()
+    def _step(self, tensordict):
+        return super()._step(tensordict)
+
+    @torch.no_grad()
+    def _reset(self, tensordict, **kwargs):
+        return super()._reset(tensordict, **kwargs)
+
+    @torch.no_grad()
+    def step_and_maybe_reset(self, tensordict):
+        return super().step_and_maybe_reset(tensordict)

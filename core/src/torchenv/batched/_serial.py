@@ -1,0 +1,107 @@
+"""``SerialEnv``: the sub-environments run one after the other in this process."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from torchenv.batched import _worker as W
+from torchenv.batched._base import BatchedEnvBase
+from torchenv.batched._worker import EnvRunner, _close_env
+
+__all__ = ["SerialEnv"]
+
+
+class SerialEnv(BatchedEnvBase):
+    """Runs ``num_workers`` environments in this process, one after the other, as one batched env.
+
+    Same API and same results, seed for seed, as :class:`ParallelEnv` (both drive each
+    sub-environment through the same runner); useful for tests and for envs too cheap to be
+    worth a process. See :class:`~torchenv.batched._base.BatchedEnvBase` for the arguments.
+
+    Examples:
+        >>> from torchenv.envs import PendulumEnv
+        >>> env = SerialEnv(2, PendulumEnv)
+        >>> env.set_seed(0)  # doctest: +ELLIPSIS
+        ...
+        >>> env.rollout(3).batch_size
+        torch.Size([2, 3])
+        >>> env.close()
+    """
+
+    def _start(self) -> None:
+        d = self.__dict__
+        groups = d["_groups"]
+        if groups is not None:
+            d["_buffer"] = self._alloc(shared=False)
+        runners = []
+        seen: set[int] = set()
+        try:
+            for i in range(self.num_workers):
+                env = self.create_env_fn[i](**self.create_env_kwargs[i])
+                if id(env) in seen:
+                    raise RuntimeError(
+                        f"create_env_fn returned the same env object for workers {sorted(seen)} "
+                        f"and {i}: each sub-environment must be a distinct object."
+                    )
+                seen.add(id(env))
+                if hasattr(env, "set_spec_lock_"):
+                    env.set_spec_lock_(True)
+                rows = None
+                if groups is not None:
+                    rows = {name: group.rows[i] for name, group in groups.items()}
+                runners.append(EnvRunner(env, rows))
+        except BaseException:
+            for runner in runners:
+                _close_env(runner.env)
+            raise
+        d["_runners"] = runners
+
+    def _shutdown(self) -> None:
+        d = self.__dict__
+        runners = d.pop("_runners", [])
+        d.pop("_buffer", None)
+        errors = []
+        for runner in runners:
+            try:
+                _close_env(runner.env)
+            except Exception as err:  # close them all, report the first failure
+                errors.append(err)
+        if errors:
+            raise errors[0]
+
+    @property
+    def envs(self) -> list:
+        """The sub-environments (starts them if needed)."""
+        self._ensure_started()
+        return [r.env for r in self.__dict__["_runners"]]
+
+    def _dispatch(
+        self, op: int, workers: Sequence[int], args: Sequence[Any] | None = None, reply=False
+    ) -> list | None:
+        runners = self.__dict__["_runners"]
+        out = []
+        for n, i in enumerate(workers):
+            runner = runners[i]
+            arg = args[n] if args is not None else None
+            if op == W.OP_STEP:
+                runner.step()
+            elif op == W.OP_STEP_AND_MAYBE_RESET:
+                runner.step_and_maybe_reset()
+            elif op == W.OP_RESET:
+                runner.reset(*arg)
+            elif op == W.OP_STEP_NO_BUFFERS:
+                out.append(runner.step_td(arg))
+            elif op == W.OP_RESET_NO_BUFFERS:
+                out.append(runner.reset_td(*arg))
+            elif op == W.OP_SMR_NO_BUFFERS:
+                out.append(runner.step_and_maybe_reset_td(arg))
+            elif op == W.OP_SEED:
+                out.append(runner.set_seed(*arg))
+            elif op == W.OP_GETATTR:
+                out.append(runner.getattr(arg))
+            elif op == W.OP_CALL:
+                out.append(runner.call(*arg))
+            else:  # pragma: no cover - internal misuse
+                raise RuntimeError(f"unknown opcode {op}")
+        return out if reply else None

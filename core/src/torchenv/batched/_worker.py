@@ -1,0 +1,341 @@
+"""What runs next to one sub-environment: the runner (shared by both batched envs) and the
+worker process loop of ``ParallelEnv``.
+
+``EnvRunner`` owns one sub-environment and its rows of the buffers. ``SerialEnv`` calls its
+runners in-process; a ``ParallelEnv`` worker calls the very same runner from ``worker_main``.
+Both batched envs therefore run the same code for a step, a reset and a
+``step_and_maybe_reset``, which is why they give identical results seed for seed.
+
+Protocol of a worker (all objects created by the parent before the process starts):
+
+* ``go`` (a semaphore) wakes the worker; the opcode is read from the shared control block.
+* Data commands (step, reset, step_and_maybe_reset) read their input from the ``"in"`` rows and
+  write the ``"next"``/``"root"`` rows, then set the status slot and release ``done``.
+* Commands with arguments (reset kwargs, seeding, attribute access, method calls) receive their
+  arguments on the worker's pipe; replies that carry a value come back on the pipe, before
+  ``done`` is released.
+* An exception sets status ``ERROR`` and sends ``(type name, message, traceback text)`` on the
+  pipe (bounded in size, so the send never blocks) before ``done`` is released.
+* The worker ignores SIGINT (the parent handles Ctrl-C and closes it), and exits by itself when
+  its parent process disappears (checked every second while idle).
+
+Only ``torch`` and ``tensordict`` are imported here; the environment's own imports happen when
+its constructor runs in the worker.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import signal
+import traceback
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+from tensordict import TensorDictBase
+
+from torchenv.batched._shared import Key, build_td, write_row
+
+__all__ = ["CallableMarker", "EnvRunner", "WorkerError", "worker_main"]
+
+# opcodes (control block slot ``2 * index``)
+OP_STEP = 1
+OP_STEP_AND_MAYBE_RESET = 2
+OP_RESET = 3
+OP_SEED = 4
+OP_GETATTR = 5
+OP_CALL = 6
+OP_CLOSE = 7
+OP_STEP_NO_BUFFERS = 8
+OP_RESET_NO_BUFFERS = 9
+OP_SMR_NO_BUFFERS = 10
+OP_STATE_DICT = 11
+OP_LOAD_STATE_DICT = 12
+
+# status (control block slot ``2 * index + 1``)
+STATUS_OK = 0
+STATUS_ERROR = 1
+
+_MAX_TRACEBACK = 16_000  # characters; keeps an error message under the pipe's buffer size
+
+_OP_NAMES = {
+    OP_STEP: "step",
+    OP_STEP_AND_MAYBE_RESET: "step_and_maybe_reset",
+    OP_RESET: "reset",
+    OP_SEED: "set_seed",
+    OP_GETATTR: "getattr",
+    OP_CALL: "method call",
+    OP_CLOSE: "close",
+    OP_STEP_NO_BUFFERS: "step",
+    OP_RESET_NO_BUFFERS: "reset",
+    OP_SMR_NO_BUFFERS: "step_and_maybe_reset",
+    OP_STATE_DICT: "state_dict",
+    OP_LOAD_STATE_DICT: "load_state_dict",
+}
+
+
+class CallableMarker:
+    """Sent instead of a method when an attribute asked for is callable (it is then called)."""
+
+
+def op_name(op: int) -> str:
+    return _OP_NAMES.get(op, f"opcode {op}")
+
+
+class WorkerError(RuntimeError):
+    """An error raised in, or the death of, a sub-environment of a batched env.
+
+    Attributes:
+        worker_index: index of the sub-environment.
+        worker_traceback: the traceback text from the worker (empty when it died).
+    """
+
+    def __init__(self, message: str, worker_index: int, worker_traceback: str = "") -> None:
+        super().__init__(message)
+        self.worker_index = worker_index
+        self.worker_traceback = worker_traceback
+
+
+def describe_exception(err: BaseException) -> tuple[str, str, str]:
+    """``(type name, message, traceback text)``, the traceback text bounded in size."""
+    text = "".join(traceback.format_exception(type(err), err, err.__traceback__))
+    if len(text) > _MAX_TRACEBACK:
+        text = "...\n" + text[-_MAX_TRACEBACK:]
+    msg = str(err)
+    if len(msg) > _MAX_TRACEBACK // 4:
+        msg = msg[: _MAX_TRACEBACK // 4] + "..."
+    return type(err).__name__, msg, text
+
+
+def make_worker_error(index: int, pid: int | None, op: int, info: tuple[str, str, str]):
+    name, msg, text = info
+    where = f"worker {index}" + (f" (pid {pid})" if pid is not None else "")
+    return WorkerError(
+        f"{where} raised {name} during {op_name(op)}: {msg}\n\n"
+        f"Traceback in {where}:\n{text}",
+        index,
+        text,
+    )
+
+
+class EnvRunner:
+    """One sub-environment and its rows of the buffers.
+
+    Args:
+        env: the sub-environment.
+        rows: ``{"in": ..., "next": ..., "root": ...}``, each a list of ``(key, view)`` pairs,
+            or ``None`` when buffers are not used.
+        non_tensor_keys: keys of non-tensor leaves, which cannot live in buffers and are
+            returned to the caller instead.
+    """
+
+    def __init__(
+        self,
+        env: Any,
+        rows: dict[str, list[tuple[Key, torch.Tensor]]] | None,
+        non_tensor_keys: Sequence[Any] = (),
+    ) -> None:
+        self.env = env
+        self.batch_size = env.batch_size
+        self.rows = rows
+        if rows is not None:
+            self._in = rows["in"]
+            self._in_keys = {k for k, _ in self._in}
+            self._next = rows["next"]
+            self._root = rows["root"]
+        self.non_tensor_keys = list(non_tensor_keys)
+
+    # ------------------------------------------------------------------ with buffers
+    def _input(self) -> TensorDictBase:
+        return build_td(self._in, self.batch_size, self.env.device)
+
+    def _non_tensor(self, td: TensorDictBase) -> TensorDictBase | None:
+        if not self.non_tensor_keys:
+            return None
+        return td.select(*self.non_tensor_keys, strict=False)
+
+    def step(self) -> TensorDictBase | None:
+        """``env._step`` on the input rows; the output goes to the ``"next"`` rows."""
+        out = self.env._step(self._input())
+        write_row(self._next, out)
+        return self._non_tensor(out)
+
+    def reset(self, keys: Sequence[Key] | None, kwargs: dict) -> TensorDictBase | None:
+        """``env.reset``; ``keys`` selects the input rows passed as the reset tensordict."""
+        td = None
+        if keys:
+            td = build_td(
+                [(k, v.clone()) for k, v in self._in if k in set(keys)],
+                self.batch_size,
+                self.env.device,
+            )
+        out = self.env.reset(td, **kwargs)
+        write_row(self._root, out)
+        return self._non_tensor(out)
+
+    def step_and_maybe_reset(self) -> TensorDictBase | None:
+        """``env.step_and_maybe_reset``: next data to ``"next"``, the new root data to ``"root"``."""
+        td, td_ = self.env.step_and_maybe_reset(self._input())
+        nxt = td.get("next")
+        write_row(self._next, nxt)
+        write_row(self._root, td_)
+        if not self.non_tensor_keys:
+            return None
+        out = self._non_tensor(td_)
+        out.set("next", self._non_tensor(nxt))
+        return out
+
+    # ------------------------------------------------------------------ without buffers
+    def step_td(self, td: TensorDictBase) -> TensorDictBase:
+        return self.env._step(td)
+
+    def reset_td(self, td: TensorDictBase | None, kwargs: dict) -> TensorDictBase:
+        return self.env.reset(td, **kwargs)
+
+    def step_and_maybe_reset_td(self, td: TensorDictBase) -> tuple[TensorDictBase, TensorDictBase]:
+        return self.env.step_and_maybe_reset(td)
+
+    # ------------------------------------------------------------------ generic
+    def set_seed(self, seed: int | None, static_seed: bool) -> int | None:
+        return self.env.set_seed(seed, static_seed=static_seed)
+
+    def getattr(self, name: str) -> Any:
+        value = getattr(self.env, name)
+        if inspect.ismethod(value) or inspect.isfunction(value) or inspect.isbuiltin(value):
+            return CallableMarker()
+        return value
+
+    def call(self, name: str, args: tuple, kwargs: dict) -> Any:
+        return getattr(self.env, name)(*args, **kwargs)
+
+
+def _close_env(env: Any) -> None:
+    close = getattr(env, "close", None)
+    if close is None:
+        return
+    try:
+        close(raise_if_closed=False)
+    except TypeError:
+        close()
+
+
+def worker_main(
+    index: int,
+    create_env_fn: Callable,
+    create_env_kwargs: dict,
+    flat: torch.Tensor | None,
+    groups: dict | None,
+    ctl_offset: int,
+    go: Any,
+    done: Any,
+    conn: Any,
+    parent_pid: int,
+    num_threads: int | None,
+    non_tensor_keys: Sequence[Any],
+) -> None:
+    """Body of a ``ParallelEnv`` worker process (see the module docstring)."""
+    from torchenv.batched._shared import FlatBuffer
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if num_threads is not None:
+        torch.set_num_threads(num_threads)
+    torch.set_grad_enabled(False)
+
+    buffer = FlatBuffer.__new__(FlatBuffer)
+    buffer.flat = ctl_flat = flat
+    buffer.nbytes = int(flat.numel())
+    ctl = buffer.int32_view(ctl_offset, 2 * (index + 1))
+    del ctl_flat
+    op_slot, status_slot = 2 * index, 2 * index + 1
+
+    init_error: tuple[str, str, str] | None = None
+    runner = None
+    try:
+        env = create_env_fn(**create_env_kwargs)
+        if hasattr(env, "set_spec_lock_"):
+            env.set_spec_lock_(True)
+        rows = None
+        if groups is not None:
+            rows = {}
+            for name, group in groups.items():
+                group.bind(buffer, group.offset)
+                rows[name] = group.rows[index]
+        runner = EnvRunner(env, rows, non_tensor_keys)
+    except BaseException as err:  # reported at the first command
+        init_error = describe_exception(err)
+
+    send = conn.send
+    recv = conn.recv
+    while True:
+        if not go.acquire(timeout=1.0):
+            if os.getppid() != parent_pid:
+                break  # orphaned: the parent died without closing us
+            continue
+        op = ctl[op_slot]
+        if op == OP_CLOSE:
+            if runner is not None:
+                try:
+                    _close_env(runner.env)
+                except BaseException:  # closing must not hang the parent
+                    pass
+            ctl[status_slot] = STATUS_OK
+            done.release()
+            break
+        try:
+            if init_error is not None:
+                send(("error", init_error))
+                ctl[status_slot] = STATUS_ERROR
+                done.release()
+                continue
+            if op == OP_STEP:
+                extra = runner.step()
+                if extra is not None:
+                    send(("ok", extra))
+            elif op == OP_STEP_AND_MAYBE_RESET:
+                extra = runner.step_and_maybe_reset()
+                if extra is not None:
+                    send(("ok", extra))
+            elif op == OP_RESET:
+                keys, kwargs = recv()
+                extra = runner.reset(keys, kwargs)
+                if extra is not None:
+                    send(("ok", extra))
+            elif op == OP_STEP_NO_BUFFERS:
+                send(("ok", runner.step_td(recv())))
+            elif op == OP_RESET_NO_BUFFERS:
+                td, kwargs = recv()
+                send(("ok", runner.reset_td(td, kwargs)))
+            elif op == OP_SMR_NO_BUFFERS:
+                send(("ok", runner.step_and_maybe_reset_td(recv())))
+            elif op == OP_SEED:
+                seed, static = recv()
+                torch.manual_seed(seed if seed is not None else torch.seed())
+                send(("ok", runner.set_seed(seed, static)))
+            elif op == OP_GETATTR:
+                send(("ok", runner.getattr(recv())))
+            elif op == OP_CALL:
+                name, args, kwargs = recv()
+                result = runner.call(name, args, kwargs)
+                if result is runner.env:
+                    result = None  # never ship the env itself through the pipe
+                send(("ok", result))
+            elif op == OP_STATE_DICT:
+                send(("ok", runner.env.state_dict()))
+            elif op == OP_LOAD_STATE_DICT:
+                runner.env.load_state_dict(recv())
+                send(("ok", None))
+            else:
+                raise RuntimeError(f"unknown opcode {op}")
+            ctl[status_slot] = STATUS_OK
+        except BaseException as err:
+            ctl[status_slot] = STATUS_ERROR
+            try:
+                send(("error", describe_exception(err)))
+            except BaseException:
+                pass
+        done.release()
+    try:
+        conn.close()
+    except OSError:
+        pass

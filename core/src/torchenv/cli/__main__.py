@@ -1,0 +1,5 @@
+"""``python -m torchenv.cli``."""
+
+from torchenv.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,192 @@
+"""The CLI's sub-commands. Each takes the parsed arguments and returns an exit code.
+
+``backends`` and ``list`` import only the registry; ``info``, ``check`` and ``rollout`` import
+``torchenv.envs`` (and torch) when they run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+from typing import Any
+
+from torchenv.cli._format import progress, spec_lines, table, terminal_width, wrap_words
+
+
+def _say(text: str = "") -> None:
+    print(text, flush=True)
+
+
+def parse_kwarg(text: str) -> tuple[str, Any]:
+    """Parse ``key=value``; the value is a Python literal when it reads as one, else a string.
+
+    >>> parse_kwarg("num_envs=4")
+    ('num_envs', 4)
+    >>> parse_kwarg("device=cpu")
+    ('device', 'cpu')
+    """
+    key, sep, raw = text.partition("=")
+    if not sep or not key.strip().isidentifier():
+        raise argparse.ArgumentTypeError(f"expected key=value, got {text!r}")
+    try:
+        value = ast.literal_eval(raw)
+    except (ValueError, SyntaxError):
+        value = raw
+    return key.strip(), value
+
+
+def cmd_backends(args: argparse.Namespace) -> int:
+    """Print every installed backend with versions and status."""
+    from torchenv.registry import backends, plugins
+    from torchenv.registry._manager import disabled_plugins
+
+    with progress("discovering plugins"):
+        infos = backends()
+        plugins()
+    rows = []
+    for info in infos:
+        plugin = " ".join(filter(None, (info.distribution, info.distribution_version)))
+        simulator = "-"
+        if info.simulator:
+            simulator = f"{info.simulator} {info.simulator_version or '(missing)'}"
+        rows.append([info.name, plugin, simulator, info.supported or "any", info.status])
+    if not rows:
+        _say("no backends installed")
+    else:
+        _say(table(["BACKEND", "PLUGIN", "SIMULATOR", "SUPPORTED", "STATUS"], rows))
+    width = terminal_width()
+    problems = [i for i in infos if not i.ok]
+    if problems:
+        _say()
+    for info in problems:
+        line = f"{info.name}: {info.reason}" + (f". {info.hint}" if info.hint else "")
+        _say(line if len(line) <= width else line[: width - 3] + "...")
+    disabled = disabled_plugins()
+    if disabled:
+        _say(f"disabled by TORCHENV_DISABLE_PLUGINS: {', '.join(disabled)}")
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    """Print the env ids of one backend, or of every backend grouped by backend."""
+    from torchenv.registry import backends, list_envs
+
+    if args.backend:
+        with progress(f"listing {args.backend}"):
+            ids = list_envs(args.backend)
+        _say(f"{args.backend} ({len(ids)} envs)")
+        if ids:
+            _say(wrap_words(ids))
+        return 0
+    with progress("discovering plugins"):
+        infos = backends()
+    for i, info in enumerate(infos):
+        if i:
+            _say()
+        if not info.ok:
+            hint = f". {info.hint}" if info.hint else ""
+            _say(f"{info.name}: unavailable ({info.status}): {info.reason}{hint}")
+            continue
+        try:
+            with progress(f"listing {info.name}"):
+                ids = list_envs(info.name)
+        except Exception as err:  # one failing backend must not hide the others
+            _say(f"{info.name}: cannot list envs: {type(err).__name__}: {err}")
+            continue
+        _say(f"{info.name} ({len(ids)} envs)")
+        if ids:
+            _say(wrap_words(ids))
+    return 0
+
+
+def _make(args: argparse.Namespace) -> Any:
+    from torchenv.registry import make
+
+    kwargs = dict(args.kwargs or ())
+    with progress(f"making {args.name}"):
+        return make(args.name, **kwargs)
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    """Make an env and print its batch size, device and specs."""
+    env = _make(args)
+    try:
+        cls = type(env)
+        _say(f"{args.name}  ({cls.__module__}.{cls.__qualname__})")
+        locked = getattr(env, "batch_locked", "?")
+        _say(f"batch size: {list(env.batch_size)}   device: {env.device}   batch locked: {locked}")
+        for title, attr in (
+            ("observation spec", "full_observation_spec"),
+            ("action spec", "full_action_spec"),
+            ("reward spec", "full_reward_spec"),
+            ("done spec", "full_done_spec"),
+            ("state spec", "full_state_spec"),
+        ):
+            _say(f"{title}:")
+            for line in spec_lines(getattr(env, attr, None)):
+                _say(line)
+    finally:
+        _close(env)
+    return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    """Make an env and run check_env_specs on it."""
+    from torchenv.envs import check_env_specs
+
+    env = _make(args)
+    try:
+        with progress(f"checking {args.name}"):
+            check_env_specs(env, seed=args.seed)
+    except AssertionError as err:
+        _say(f"FAILED: {args.name}: {err}")
+        return 1
+    finally:
+        _close(env)
+    _say(f"OK: {args.name} produces data that matches its specs")
+    return 0
+
+
+def _nested(key: Any) -> tuple[str, ...]:
+    return key if isinstance(key, tuple) else (key,)
+
+
+def cmd_rollout(args: argparse.Namespace) -> int:
+    """Make an env, seed it, roll it out with random actions and summarise what came back."""
+    env = _make(args)
+    try:
+        if args.seed is not None:
+            env.set_seed(args.seed)
+        with progress(f"rolling out {args.name}"):
+            data = env.rollout(args.steps)
+        _say(f"rollout of {args.name}: TensorDict batch_size={list(data.batch_size)}")
+        rows = []
+        for key in data.keys(include_nested=True, leaves_only=True):
+            value = data.get(key)
+            name = ".".join(_nested(key))
+            shape = list(getattr(value, "shape", ()))
+            dtype = str(getattr(value, "dtype", type(value).__name__)).replace("torch.", "")
+            rows.append([name, f"shape={shape}", dtype])
+        for line in table(["key", "shape", "dtype"], rows, terminal_width() - 2).splitlines():
+            _say("  " + line)
+        steps = data.batch_size[-1] if data.batch_dims else 0
+        reward = sum(float(data.get(("next", *_nested(k))).sum()) for k in env.reward_keys)
+        dones = sum(
+            int(data.get(("next", *_nested(k))).sum())
+            for k in env.done_keys
+            if _nested(k)[-1] == "done"
+        )
+        _say(f"steps: {steps}   total reward: {reward:.4g}   done: {dones}")
+    finally:
+        _close(env)
+    return 0
+
+
+def _close(env: Any) -> None:
+    close = getattr(env, "close", None)
+    if close is None:
+        return
+    try:
+        close(raise_if_closed=False)
+    except TypeError:
+        close()

@@ -1,0 +1,127 @@
+"""``check_env_specs``: run a short rollout and compare every entry with the env's specs."""
+
+from __future__ import annotations
+
+import torch
+from tensordict import TensorDictBase
+
+__all__ = ["check_env_specs"]
+
+
+def _spec_for(env, key: tuple) -> tuple[str, object] | None:
+    """The spec describing ``key`` of a rollout entry (root or ``"next"``), with its group."""
+    in_next = key[0] == "next"
+    inner = key[1:] if in_next else key
+    inner = inner[0] if len(inner) == 1 else inner
+    groups = (
+        ("observation", env.full_observation_spec),
+        ("done", env.full_done_spec),
+        ("reward", env.full_reward_spec),
+    )
+    if not in_next:
+        groups = (
+            ("action", env.full_action_spec),
+            ("state", env.full_state_spec),
+            *groups[:2],
+        )
+    for name, spec in groups:
+        if inner in spec.keys(True, True):
+            return name, spec[inner]
+    return None
+
+
+def check_env_specs(
+    env,
+    return_contiguous: bool = True,
+    check_dtype: bool = True,
+    seed: int | None = None,
+    tensordict: TensorDictBase | None = None,
+    break_when_any_done: bool | str = False,
+) -> None:
+    """Checks that the data an env produces matches its specs; raises ``AssertionError`` if not.
+
+    A 3-step rollout is compared with ``env.fake_tensordict()`` (the structure the specs
+    promise): same keys, same shapes and dtypes, and every value inside its spec.
+
+    Args:
+        env: the env to check.
+        return_contiguous: stack the rollout densely (``False`` for dynamic specs).
+        check_dtype: compare dtypes too.
+        seed: if given, ``env.set_seed(seed)`` first.
+        tensordict: an initial tensordict for the rollout (reset is then skipped).
+        break_when_any_done: passed to ``rollout``; ``"both"`` runs both variants.
+
+    Examples:
+        >>> from torchenv.envs import PendulumEnv  # doctest: +SKIP
+        >>> check_env_specs(PendulumEnv())  # doctest: +SKIP
+    """
+    if break_when_any_done == "both":
+        for value in (True, False):
+            check_env_specs(env, return_contiguous, check_dtype, seed, tensordict, value)
+        return
+    if seed is not None:
+        env.set_seed(seed)
+    if tensordict is not None:
+        tensordict = tensordict.copy()
+    reset = env.reset() if tensordict is None else env.reset(tensordict.copy())
+    for key in env.reward_keys:
+        if key in reset.keys(True, True):
+            raise AssertionError(
+                f"reset() returned the reward entry {key!r}: rewards belong to step outputs only."
+            )
+    rollout = env.rollout(
+        3,
+        return_contiguous=return_contiguous,
+        tensordict=tensordict,
+        auto_reset=tensordict is None,
+        break_when_any_done=break_when_any_done,
+    )
+    fake = env.fake_tensordict()
+    n = rollout.batch_size[-1]
+    fake = torch.stack([fake.clone() for _ in range(n)], rollout.batch_dims - 1)
+    fake_keys = {k for k in fake.keys(True, True) if not _private(k)}
+    real_keys = {k for k in rollout.keys(True, True) if not _private(k)}
+    if fake_keys != real_keys:
+        raise AssertionError(
+            "The keys of the rollout do not match the specs: "
+            f"in the specs but not in the data: {sorted(map(str, fake_keys - real_keys))}; "
+            f"in the data but not in the specs: {sorted(map(str, real_keys - fake_keys))}."
+        )
+    for key in sorted(real_keys, key=str):
+        _check_entry(env, key, fake.get(key), rollout.get(key), check_dtype)
+
+
+def _private(key) -> bool:
+    last = key if isinstance(key, str) else key[-1]
+    return last.startswith("_")
+
+
+def _check_entry(env, key, expected: torch.Tensor, value, check_dtype: bool) -> None:
+    tkey = (key,) if isinstance(key, str) else key
+    found = _spec_for(env, tkey)
+    spec = found[1] if found is not None else None
+    if not isinstance(value, torch.Tensor):
+        return
+    if spec is not None and any(d < 0 for d in spec.shape):
+        shape_ok = value.ndim == expected.ndim
+    else:
+        shape_ok = value.shape == expected.shape
+    if not shape_ok:
+        raise AssertionError(
+            f"check_env_specs: entry {key!r} has shape {tuple(value.shape)} but the spec "
+            f"{spec} gives shape {tuple(expected.shape)} (with the rollout dims)."
+        )
+    if check_dtype and value.dtype != expected.dtype:
+        raise AssertionError(
+            f"check_env_specs: entry {key!r} has dtype {value.dtype} but the spec {spec} "
+            f"expects dtype {expected.dtype}."
+        )
+    if spec is None or any(d < 0 for d in spec.shape):
+        return
+    flat = value.reshape(-1, *spec.shape)
+    for i, item in enumerate(flat):
+        if not bool(spec.is_in(item)):
+            raise AssertionError(
+                f"check_env_specs: entry {key!r} is out of its spec at flat index {i}: "
+                f"expected a value in {spec}; got {item}."
+            )

@@ -1,0 +1,584 @@
+"""``EnvBase``: the environment contract every backend implements (TorchRL-compatible)."""
+
+from __future__ import annotations
+
+import abc
+import hashlib
+from typing import Any, Callable
+
+import torch
+from tensordict import TensorDict, TensorDictBase
+from tensordict.utils import NestedKey
+
+from torchenv.envs._reset import check_done_after_reset, update_during_reset
+from torchenv.envs._spec_props import _EnvSpecs
+from torchenv.envs._step import _merge_sub_next, _skip_next, _StepPlan
+from torchenv.envs._step_mdp import _EnvStepMDP
+from torchenv.envs._utils import (
+    _align_mask,
+    _any,
+    _fast_get,
+    _get_nested,
+    _prefix,
+    terminated_or_truncated,
+)
+from torchenv.specs import Composite
+
+__all__ = ["EnvBase"]
+
+_POST_INIT_FLAGS = ("spec_locked", "auto_reset", "auto_reset_replace")
+_MAX_SEED = 2**32 - 1
+
+
+def _next_seed(seed: int) -> int:
+    """A deterministic, well-mixed successor of ``seed`` (blake2b of its bytes)."""
+    data = int(seed).to_bytes(16, "little", signed=True)
+    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little") % _MAX_SEED
+
+
+class _EnvMeta(abc.ABCMeta):
+    """Runs ``_post_init`` once the subclass ``__init__`` has set the specs."""
+
+    def __call__(cls, *args, **kwargs):
+        flags = {k: kwargs.pop(k) for k in _POST_INIT_FLAGS if k in kwargs}
+        instance = super().__call__(*args, **kwargs)
+        instance._post_init(**flags)
+        return instance
+
+
+class EnvBase(_EnvSpecs, torch.nn.Module, metaclass=_EnvMeta):
+    """Base class of every environment: a ``torch.nn.Module`` that reads and writes TensorDicts.
+
+    Subclasses set the specs in ``__init__`` (shapes start with ``batch_size``) and implement
+    ``_reset``, ``_step`` and ``_set_seed``. Users call ``reset``, ``step``,
+    ``step_and_maybe_reset``, ``rollout``, ``set_seed``.
+
+    Keyword Args:
+        device: where inputs and outputs live (``None``: no device).
+        batch_size: the leading dims of every tensordict the env reads and writes.
+        run_type_checks: check the full action range (``is_in``) at every step, and the
+            observations against their specs. Shape and dtype of actions are always checked.
+        allow_done_after_reset: allow an env to be done right after ``reset``.
+        spec_locked: lock the specs (the default), which lets the env cache its key lists.
+        auto_reset: the env resets itself when done (its ``_step`` already returns the
+            first observation of the next episode); ``rollout`` and ``step_and_maybe_reset``
+            then skip calls to ``_reset``.
+        auto_reset_replace: with ``auto_reset``, replace the (invalid) observations delivered
+            with a done flag by NaN (floats), -1 (signed ints) or ``False``.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> from torchenv.specs import Bounded, Unbounded
+        >>> class Counter(EnvBase):
+        ...     def __init__(self):
+        ...         super().__init__(batch_size=())
+        ...         self.observation_spec = Unbounded(shape=(1,))
+        ...         self.action_spec = Bounded(-1.0, 1.0, shape=(1,))
+        ...         self.count = torch.zeros(1)
+        ...     def _reset(self, tensordict=None):
+        ...         self.count = torch.zeros(1)
+        ...         return TensorDict({"observation": self.count.clone()})
+        ...     def _step(self, tensordict):
+        ...         self.count = self.count + 1
+        ...         done = self.count >= 3
+        ...         return TensorDict({"observation": self.count.clone(), "reward": torch.ones(1), "done": done})
+        ...     def _set_seed(self, seed):
+        ...         pass
+        >>> env = Counter()
+        >>> env.rollout(10).batch_size
+        torch.Size([3])
+    """
+
+    _batch_locked: bool = True
+
+    def __init__(
+        self,
+        *,
+        device: torch.device | str | None = None,
+        batch_size: torch.Size | tuple | None = None,
+        run_type_checks: bool = False,
+        allow_done_after_reset: bool = False,
+        spec_locked: bool = True,
+        auto_reset: bool = False,
+        auto_reset_replace: bool = True,
+    ) -> None:
+        super().__init__()
+        d = self.__dict__
+        d.setdefault("_cache", {})
+        d["_batch_size"] = torch.Size(batch_size) if batch_size is not None else torch.Size(())
+        d["_device"] = torch.device(device) if device is not None else None
+        if d["_device"] is not None and d["_device"].type == "cuda" and d["_device"].index is None:
+            d["_device"] = torch.device("cuda", torch.cuda.current_device())
+        d["_is_spec_locked"] = False
+        d["_spec_locked_request"] = spec_locked
+        d["_auto_reset"] = auto_reset
+        d["_auto_reset_replace"] = auto_reset_replace
+        d["_auto_reset_saved"] = None
+        d["_run_type_checks"] = run_type_checks
+        d["_allow_done_after_reset"] = allow_done_after_reset
+        d["_post_init_done"] = False
+        shape, dev = d["_batch_size"], d["_device"]
+        d["_input_spec"] = Composite(
+            full_action_spec=Composite(shape=shape, device=dev),
+            full_state_spec=Composite(shape=shape, device=dev),
+            shape=shape,
+            device=dev,
+        )
+        d["_output_spec"] = Composite(
+            full_observation_spec=Composite(shape=shape, device=dev),
+            full_reward_spec=Composite(shape=shape, device=dev),
+            full_done_spec=Composite(shape=shape, device=dev),
+            shape=shape,
+            device=dev,
+        )
+        self.is_closed = False
+
+    def _post_init(self, **flags: Any) -> None:
+        d = self.__dict__
+        if "_input_spec" not in d:
+            raise RuntimeError(
+                f"{type(self).__name__}.__init__ must call super().__init__() (EnvBase.__init__)."
+            )
+        if "auto_reset" in flags:
+            d["_auto_reset"] = flags["auto_reset"]
+        if "auto_reset_replace" in flags:
+            d["_auto_reset_replace"] = flags["auto_reset_replace"]
+        locked = flags.get("spec_locked", d["_spec_locked_request"])
+        was_locked = self.spec_locked
+        if was_locked:
+            self.set_spec_lock_(False)
+        self._complete_reward_specs()
+        self._complete_done_specs()
+        self._check_key_collisions()
+        d["_post_init_done"] = True
+        self.empty_cache()
+        self.set_spec_lock_(bool(locked))
+
+    def _check_key_collisions(self) -> None:
+        for parts in (
+            ("full_observation_spec", "full_reward_spec", "full_done_spec"),
+            ("full_action_spec", "full_state_spec"),
+        ):
+            seen: dict = {}
+            for part in parts:
+                parent = self.output_spec if part in self.output_spec.keys() else self.input_spec
+                for key in parent[part].keys(True, True):
+                    if key in seen:
+                        raise RuntimeError(
+                            f"{type(self).__name__}: the key {key!r} is in both {seen[key]} "
+                            f"and {part}; spec keys must not collide."
+                        )
+                    seen[key] = part
+
+    # ------------------------------------------------------------------ attributes
+    @property
+    def batch_size(self) -> torch.Size:
+        """The leading dims of every tensordict the env reads and writes."""
+        return self.__dict__["_batch_size"]
+
+    @batch_size.setter
+    def batch_size(self, value) -> None:
+        value = torch.Size(value)
+        d = self.__dict__
+        locked = self.spec_locked
+        self.set_spec_lock_(False)
+        for name in ("_input_spec", "_output_spec"):
+            spec = d[name]
+            spec.shape = value
+        d["_batch_size"] = value
+        self.set_spec_lock_(locked)
+
+    @property
+    def shape(self) -> torch.Size:
+        return self.batch_size
+
+    @property
+    def batch_dims(self) -> int:
+        return len(self.batch_size)
+
+    ndim = batch_dims
+
+    def ndimension(self) -> int:
+        return len(self.batch_size)
+
+    def numel(self) -> int:
+        return self.batch_size.numel()
+
+    @property
+    def device(self) -> torch.device | None:
+        """Where the env's inputs and outputs live (``None``: anywhere)."""
+        return self.__dict__["_device"]
+
+    @property
+    def batch_locked(self) -> bool:
+        """Whether inputs must have exactly ``batch_size`` (``False``: any leading dims)."""
+        return self.__dict__.get("_batch_locked_value", type(self)._batch_locked)
+
+    @batch_locked.setter
+    def batch_locked(self, value: bool) -> None:
+        self.__dict__["_batch_locked_value"] = bool(value)
+        self.empty_cache()
+
+    @property
+    def run_type_checks(self) -> bool:
+        return self.__dict__["_run_type_checks"]
+
+    @run_type_checks.setter
+    def run_type_checks(self, value: bool) -> None:
+        self.__dict__["_run_type_checks"] = bool(value)
+
+    @property
+    def auto_reset(self) -> bool:
+        """Whether the env resets itself when done (see the class docstring)."""
+        return self.__dict__["_auto_reset"]
+
+    @property
+    def _plan(self) -> _StepPlan:
+        plan = self.__dict__["_cache"].get("plan")
+        if plan is None:
+            plan = self._cached("plan", lambda: _StepPlan(self))
+        return plan
+
+    @property
+    def _step_mdp(self) -> Callable[[TensorDictBase], TensorDictBase]:
+        fn = self.__dict__["_cache"].get("step_mdp")
+        if fn is None:
+            fn = self._cached("step_mdp", lambda: _EnvStepMDP(self))
+        return fn
+
+    def to(self, device) -> EnvBase:
+        """Moves the specs (and any parameter or buffer) to ``device``."""
+        device = torch.device(device)
+        locked = self.spec_locked
+        self.set_spec_lock_(False)
+        d = self.__dict__
+        d["_input_spec"] = d["_input_spec"].to(device)
+        d["_output_spec"] = d["_output_spec"].to(device)
+        d["_device"] = device
+        self.set_spec_lock_(locked)
+        super().to(device)
+        return self
+
+    # ------------------------------------------------------------------ hooks
+    @abc.abstractmethod
+    def _reset(self, tensordict: TensorDictBase | None, **kwargs) -> TensorDictBase:
+        """Returns a new tensordict with the first observations (and done entries)."""
+
+    @abc.abstractmethod
+    def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """Returns a new tensordict with the next observations, reward and done entries."""
+
+    def _set_seed(self, seed: int | None) -> None:  # noqa: B027 - optional hook
+        """Seeds the env's own random generator (default: nothing to seed)."""
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError(
+            "EnvBase is not callable: use env.reset(), env.step(td) or env.rollout(n)."
+        )
+
+    # ------------------------------------------------------------------ checks
+    def _check_batch(self, tensordict: TensorDictBase, plan: _StepPlan) -> None:
+        if (plan.batch_locked or plan.nb) and tensordict.batch_size != plan.batch_size:
+            raise RuntimeError(
+                f"{type(self).__name__}: expected a tensordict with batch_size "
+                f"{tuple(plan.batch_size)} (the env batch_size); got {tuple(tensordict.batch_size)}."
+            )
+
+    # ------------------------------------------------------------------ reset
+    def reset(self, tensordict: TensorDictBase | None = None, **kwargs) -> TensorDictBase:
+        """Resets the env (or the parts selected by ``"_reset"`` entries of ``tensordict``).
+
+        Returns the reset data; when ``tensordict`` is given it is updated in place and
+        returned, keeping its content where ``"_reset"`` is ``False``.
+        """
+        plan = self._plan
+        if tensordict is not None:
+            self._check_batch(tensordict, plan)
+        select_reset_only = kwargs.pop("select_reset_only", False)
+        saved = self.__dict__["_auto_reset_saved"]
+        if saved is not None and tensordict is not None and _has_any(tensordict, plan.reset_keys):
+            out = saved
+        else:
+            td_in = tensordict
+            if select_reset_only and tensordict is not None:
+                td_in = tensordict.select(*plan.reset_keys, strict=False)
+            out = self._reset(td_in, **kwargs)
+            if tensordict is not None and out is tensordict:
+                raise RuntimeError(
+                    f"{type(self).__name__}._reset must return a new tensordict, not its input."
+                )
+            if not isinstance(out, TensorDictBase):
+                raise TypeError(
+                    f"{type(self).__name__}._reset returned {type(out).__name__}; "
+                    "a TensorDict was expected."
+                )
+        self.__dict__["_auto_reset_saved"] = None
+        if plan.batch_locked and out.batch_size != plan.batch_size:
+            out.batch_size = plan.batch_size
+        plan.complete_output(self, out, step=False)
+        if self.__dict__["_run_type_checks"]:
+            self._check_observations(out)
+        check_done_after_reset(self, tensordict, out)
+        if tensordict is None:
+            return out
+        return update_during_reset(out, tensordict, plan.reset_keys)
+
+    def any_done(self, tensordict: TensorDictBase) -> bool:
+        """Whether any done entry of ``tensordict`` is set; writes the ``"_reset"`` entries."""
+        plan = self.__dict__["_cache"].get("plan") or self._plan
+        if plan.simple_done:
+            if type(tensordict) is TensorDict:
+                done = tensordict._tensordict.get("done")
+            else:
+                done = tensordict._get_str("done", None)
+            if done is None:
+                return False
+            if done.numel() == 1:
+                if not done.item():
+                    return False
+            elif not done.any():
+                return False
+            tensordict._set_str("_reset", done.clone(), validated=True, inplace=False)
+            return True
+        return terminated_or_truncated(tensordict, self.full_done_spec, key="_reset")
+
+    def maybe_reset(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """Resets (partially) where ``tensordict`` is done; returns ``tensordict``."""
+        if self.any_done(tensordict):
+            tensordict = self.reset(tensordict, select_reset_only=True)
+        return tensordict
+
+    # ------------------------------------------------------------------ step
+    def step(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """Runs one step with the action(s) in ``tensordict``; writes the result under ``"next"``.
+
+        A boolean ``"_step"`` entry runs a partial step (see the module docs of ``_step``).
+        Raises ``KeyError`` / ``ValueError`` / ``TypeError`` naming the action key when an
+        action is missing or has the wrong shape or dtype.
+        """
+        plan = self.__dict__["_cache"].get("plan") or self._plan
+        if (plan.batch_locked or plan.nb) and tensordict.batch_size != plan.batch_size:
+            self._check_batch(tensordict, plan)
+        if type(tensordict) is TensorDict:
+            partial = tensordict._tensordict.get("_step")
+        else:
+            partial = tensordict._get_str("_step", None)
+        if partial is not None:
+            return self._partial_step(tensordict, partial, plan)
+        return self._full_step(tensordict, plan)
+
+    def _full_step(self, tensordict: TensorDictBase, plan: _StepPlan) -> TensorDictBase:
+        d = self.__dict__
+        plan.check_actions(self, tensordict, d["_run_type_checks"])
+        next_td = self._step(tensordict)
+        if not isinstance(next_td, TensorDictBase):
+            raise TypeError(
+                f"{type(self).__name__}._step returned {type(next_td).__name__}; "
+                "a TensorDict was expected."
+            )
+        if next_td is tensordict:
+            raise RuntimeError(f"{type(self).__name__}._step must return a new tensordict.")
+        plan.complete_output(self, next_td, step=True)
+        if d["_run_type_checks"]:
+            self._check_observations(next_td)
+        if d["_auto_reset"]:
+            self._auto_reset_step(next_td, plan)
+        if type(tensordict) is TensorDict:
+            preset = tensordict._tensordict.get("next")
+        else:
+            preset = tensordict._get_str("next", None)
+        if preset is not None:
+            for key in preset.keys(True, True):
+                if _get_nested(next_td, key) is None:
+                    next_td.set(key, preset.get(key))
+        if next_td.batch_size == tensordict.batch_size and next_td.device == tensordict.device:
+            tensordict._set_str("next", next_td, validated=True, inplace=False)
+        else:
+            tensordict.set("next", next_td)
+        return tensordict
+
+    def _partial_step(
+        self, tensordict: TensorDictBase, mask: torch.Tensor, plan: _StepPlan
+    ) -> TensorDictBase:
+        tensordict.del_("_step")
+        if not _any(mask):
+            tensordict.set("next", _skip_next(self, tensordict))
+            return tensordict
+        if bool(mask.all()):
+            return self._full_step(tensordict, plan)
+        if plan.batch_locked and plan.nb:
+            # a batched env receives the mask and is trusted to honour it
+            tensordict.set("_step", mask)
+            return self._full_step(tensordict, plan)
+        batch = tensordict.batch_size
+        flat = _align_mask(mask, batch, len(batch)).reshape(batch)
+        sub = self._full_step(tensordict[flat], plan)
+        tensordict.set("next", _merge_sub_next(tensordict, sub.get("next"), flat))
+        return tensordict
+
+    def _check_observations(self, data: TensorDictBase) -> None:
+        for leaf in self._plan.observations:
+            value = _get_nested(data, leaf.key)
+            if isinstance(value, torch.Tensor) and not leaf.dynamic:
+                if value.shape[value.ndim - len(leaf.shape) :] != leaf.shape or not bool(
+                    leaf.spec.is_in(value.reshape(-1, *leaf.shape)[0])
+                    if value.shape != leaf.shape
+                    else leaf.spec.is_in(value)
+                ):
+                    raise ValueError(
+                        f"{type(self).__name__}: the observation {leaf.key!r} does not match "
+                        f"its spec {leaf.spec}; got shape {tuple(value.shape)}, dtype {value.dtype}."
+                    )
+
+    def _auto_reset_step(self, next_td: TensorDictBase, plan: _StepPlan) -> None:
+        """Saves the observations of the new episode and masks those delivered with done."""
+        masks = {}
+        any_done = False
+        for group in plan.done_groups:
+            node = next_td if not group.prefix else _get_nested(next_td, group.prefix)
+            done = _fast_get(node, "done") if node is not None else None
+            if done is not None:
+                masks[group.prefix] = done
+                any_done = any_done or _any(done)
+        if not any_done:
+            return
+        saved = TensorDict(batch_size=next_td.batch_size, device=next_td.device)
+        for leaf in plan.observations:
+            value = _get_nested(next_td, leaf.key)
+            if not isinstance(value, torch.Tensor):
+                continue
+            saved.set(leaf.key, value.clone())
+            if not self.__dict__["_auto_reset_replace"]:
+                continue
+            prefix = _prefix(leaf.key)
+            mask = None
+            for p in sorted(masks, key=len, reverse=True):
+                if prefix[: len(p)] == p:
+                    mask = masks[p]
+                    break
+            if mask is None:
+                continue
+            if value.is_floating_point():
+                fill = float("nan")
+            elif value.dtype is torch.bool:
+                fill = False
+            else:
+                fill = -1
+            aligned = _align_mask(mask, value.shape, next_td.batch_dims)
+            next_td.set(leaf.key, torch.where(aligned, torch.full_like(value, fill), value))
+        self.__dict__["_auto_reset_saved"] = saved
+
+    def step_and_maybe_reset(
+        self, tensordict: TensorDictBase
+    ) -> tuple[TensorDictBase, TensorDictBase]:
+        """Steps, then builds the next input with ``step_mdp`` and resets it where done.
+
+        Returns:
+            ``(tensordict, tensordict_)``: the step output (with ``"next"``) and the input
+            of the next step.
+        """
+        device = self.__dict__["_device"]
+        if device is not None and tensordict.device != device:
+            tensordict = tensordict.to(device)
+        tensordict = self.step(tensordict)
+        tensordict_ = self._step_mdp(tensordict)
+        return tensordict, self.maybe_reset(tensordict_)
+
+    # ------------------------------------------------------------------ random actions, seeds
+    def rand_action(self, tensordict: TensorDictBase | None = None) -> TensorDictBase:
+        """Writes a random action (sampled from the action spec) into ``tensordict``."""
+        shape = torch.Size(())
+        if not self.batch_locked and not self.batch_size and tensordict is not None:
+            shape = tensordict.batch_size
+        if tensordict is None:
+            return self.full_action_spec.rand(shape)
+        for leaf in self._plan.actions:
+            value = leaf.spec.rand(shape)
+            if leaf.is_str:
+                tensordict._set_str(leaf.key, value, validated=False, inplace=False)
+            else:
+                tensordict.set(leaf.key, value)
+        return tensordict
+
+    def rand_step(self, tensordict: TensorDictBase | None = None) -> TensorDictBase:
+        """A step with a random action; resets first when ``tensordict`` is ``None``."""
+        if tensordict is None:
+            tensordict = self.reset()
+        return self.step(self.rand_action(tensordict))
+
+    def set_seed(self, seed: int | None = None, static_seed: bool = False) -> int | None:
+        """Seeds the env; returns the seed for the next env (deterministic, unless static).
+
+        The next seed is a hash of ``seed``: seeding workers ``i`` and ``i + 1`` with a seed
+        and its successor gives reproducible, non-overlapping streams.
+        """
+        self._set_seed(seed)
+        if seed is None or static_seed:
+            return seed
+        return _next_seed(seed)
+
+    # ------------------------------------------------------------------ misc
+    def fake_tensordict(self) -> TensorDictBase:
+        """A zero-filled tensordict with the structure of a step output (with ``"next"``)."""
+        obs = self.full_observation_spec.zero()
+        done = self.full_done_spec.zero()
+        reward = self.full_reward_spec.zero()
+        out = self.full_state_spec.zero()
+        out.update(self.full_action_spec.zero())
+        out.update(obs)
+        out.update(done.clone())
+        next_td = obs.clone()
+        next_td.update(reward)
+        next_td.update(done)
+        out.set("next", next_td)
+        if self.device is not None:
+            out = out.to(self.device)
+        return out
+
+    def rollout(self, max_steps: int, policy=None, callback=None, **kwargs) -> TensorDictBase:
+        """Runs up to ``max_steps`` steps; see :func:`torchenv.envs._rollout.rollout` for keywords.
+
+        Keyword Args:
+            auto_reset (bool): reset before the first step (default ``True``).
+            auto_cast_to_device (bool): move data between the policy and env devices.
+            break_when_any_done (bool): stop at the first done (default, unless
+                ``break_when_all_done``).
+            break_when_all_done (bool): keep stepping the envs that are not done (partial
+                steps) until all are done.
+            return_contiguous (bool): stack the steps densely (default) or lazily (needed for
+                dynamic specs); ``None`` picks from the specs.
+            tensordict (TensorDictBase): the first input (requires ``auto_reset=False``).
+            set_truncated (bool): mark the last step as truncated.
+            out (TensorDictBase): a tensordict to stack into.
+            trust_policy (bool): call the policy as is, without checking or wrapping it.
+
+        Returns:
+            the stacked steps, with a trailing dim named ``"time"``.
+        """
+        from torchenv.envs._rollout import rollout
+
+        return rollout(self, max_steps, policy, callback, **kwargs)
+
+    def append_transform(self, transform) -> Any:
+        """Returns ``TransformedEnv(self, transform)``."""
+        from torchenv.transforms import TransformedEnv
+
+        return TransformedEnv(self, transform)
+
+    def close(self, *, raise_if_closed: bool = True) -> None:
+        """Closes the env; closing it twice raises unless ``raise_if_closed=False``."""
+        if self.is_closed and raise_if_closed:
+            raise RuntimeError(f"{type(self).__name__} is already closed.")
+        self.is_closed = True
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(\n    output_spec={self.output_spec},\n"
+            f"    input_spec={self.input_spec},\n    device={self.device},\n"
+            f"    batch_size={self.batch_size})"
+        )
+
+
+def _has_any(td: TensorDictBase, keys: list[NestedKey]) -> bool:
+    return any(_get_nested(td, k) is not None for k in keys)

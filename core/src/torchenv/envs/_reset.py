@@ -1,0 +1,140 @@
+"""Partial resets: merging the output of ``_reset`` into the input data through ``"_reset"`` masks.
+
+Convention (TorchRL's): a ``"_reset"`` entry lives next to the done entries of its level.
+Where it is ``True`` the output of ``_reset`` is taken; where it is ``False`` the previous
+content of the input tensordict is kept (or zeros, if the input lacks the entry). A
+``"_reset"`` at a level supersedes the ``"_reset"`` entries of the levels below it. The
+``"_reset"`` entries are removed from the result.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import torch
+from tensordict import TensorDictBase, is_tensor_collection
+
+from torchenv.envs._utils import _align_mask, _any, _get_nested, _prefix
+
+__all__: list[str] = []
+
+
+def _under(key_prefix: tuple, roots: list[tuple]) -> bool:
+    return any(key_prefix[: len(r)] == r for r in roots)
+
+
+def check_done_after_reset(env, tensordict: TensorDictBase | None, out: TensorDictBase) -> None:
+    """Raises if a done entry is ``True`` where a reset happened (unless allowed)."""
+    allow = env._allow_done_after_reset
+    checked: list[tuple] = []
+    for reset_key, group in zip(env.reset_keys, env.done_keys_groups):
+        prefix = _prefix(reset_key)
+        if _under(prefix, checked):
+            continue
+        checked.append(prefix)
+        mask = None if tensordict is None else _get_nested(tensordict, reset_key)
+        if mask is None:
+            if allow:
+                continue
+            for done_key in group:
+                value = _get_nested(out, done_key)
+                if value is not None and _any(value):
+                    raise RuntimeError(
+                        f"{type(env).__name__}: the done entry {done_key!r} is True after reset(); "
+                        "an env must not be done right after a reset (pass "
+                        "allow_done_after_reset=True to the constructor to allow it)."
+                    )
+            continue
+        for done_key in group:
+            value = _get_nested(out, done_key)
+            if value is None:
+                continue
+            if not allow and _any(value):
+                aligned = _align_mask(mask, value.shape, _node_ndim(tensordict, prefix))
+                if _any(value & aligned):
+                    raise RuntimeError(
+                        f"{type(env).__name__}: the done entry {done_key!r} is True after a "
+                        f"reset on the dims selected by {reset_key!r}; this is not allowed "
+                        "(pass allow_done_after_reset=True to the constructor to allow it)."
+                    )
+            if _get_nested(tensordict, done_key) is None:
+                aligned = _align_mask(mask, value.shape, _node_ndim(tensordict, prefix))
+                if _any(value & ~aligned):
+                    warnings.warn(
+                        f"A partial {reset_key!r} was passed to reset() but the input lacks "
+                        f"{done_key!r}: the input should hold the data of what is not reset.",
+                        stacklevel=3,
+                    )
+                tensordict.set(done_key, value)
+
+
+def _node_ndim(td: TensorDictBase, prefix: tuple) -> int:
+    node = td if not prefix else _get_nested(td, prefix)
+    return node.batch_dims if node is not None else td.batch_dims
+
+
+def update_during_reset(
+    out: TensorDictBase, tensordict: TensorDictBase, reset_keys: list
+) -> TensorDictBase:
+    """Writes the reset data ``out`` into ``tensordict`` following its ``"_reset"`` entries."""
+    if not reset_keys:
+        return tensordict.update(out)
+    done: list[tuple] = []
+    for reset_key in reset_keys:
+        prefix = _prefix(reset_key)
+        mask = tensordict.pop(reset_key, None)
+        if _under(prefix, done):
+            continue
+        done.append(prefix)
+        if prefix:
+            node_out = out.get(prefix, None)
+            if node_out is None:
+                continue
+            node = tensordict.get(prefix, None)
+            if node is None:
+                tensordict.set(prefix, node_out)
+                continue
+        else:
+            node_out, node = out, tensordict
+        if mask is None or bool(mask.all()):
+            _drop_reset_entries(node_out)
+            node.update(node_out, update_batch_size=True)
+        else:
+            _masked_merge(node, node_out, mask, node.batch_dims)
+    return tensordict
+
+
+def _drop_reset_entries(td: TensorDictBase) -> None:
+    if "_reset" in td.keys():
+        td.del_("_reset")
+
+
+def _masked_merge(
+    node: TensorDictBase, node_out: TensorDictBase, mask: torch.Tensor, node_ndim: int
+) -> None:
+    """``node[k] = where(mask, node_out[k], node[k])`` for every leaf; zeros pad missing ones."""
+    keys = set(node_out.keys(True, True)) | set(node.keys(True, True))
+    for key in keys:
+        last = key if isinstance(key, str) else key[-1]
+        if last == "_reset":
+            continue
+        new = _get_nested(node_out, key)
+        old = _get_nested(node, key)
+        if is_tensor_collection(new) or is_tensor_collection(old):
+            continue
+        if new is None and old is None:
+            continue
+        if not isinstance(new, torch.Tensor) or not isinstance(old, torch.Tensor):
+            if new is not None:
+                node.set(key, new)
+            continue
+        ref = new if new is not None else old
+        if new is None:
+            new = torch.zeros_like(old)
+        elif old is None:
+            old = torch.zeros_like(new)
+        if new.shape != old.shape:
+            node.set(key, ref)
+            continue
+        aligned = _align_mask(mask.to(new.device), new.shape, node_ndim)
+        node.set(key, torch.where(aligned, new, old))

@@ -1,0 +1,278 @@
+"""The per-step plan of an env: what ``step`` checks and completes, computed once from the specs.
+
+``_StepPlan`` is built when first needed and cached while the specs are locked, so the hot
+path does no spec traversal: it walks short lists of ``(key, shape, dtype)`` tuples.
+"""
+
+from __future__ import annotations
+
+import torch
+from tensordict import TensorDict, TensorDictBase
+from tensordict.utils import NestedKey
+
+from torchenv.envs._utils import _fast_get, _get_nested, _prefix
+from torchenv.specs import Composite
+
+__all__: list[str] = []
+
+
+def _fmt_key(key: NestedKey) -> str:
+    return repr(key)
+
+
+def _td_keys(td: TensorDictBase) -> list:
+    return sorted((str(k) for k in td.keys(True, True)))
+
+
+class _Leaf:
+    __slots__ = ("key", "shape", "dtype", "dynamic", "spec", "is_str")
+
+    def __init__(self, key: NestedKey, spec) -> None:
+        self.key = key
+        self.is_str = isinstance(key, str)
+        self.spec = spec
+        self.shape = torch.Size(spec.shape)
+        self.dtype = getattr(spec, "dtype", None)
+        self.dynamic = any(d < 0 for d in self.shape)
+
+
+class _DoneGroup:
+    __slots__ = ("prefix", "names", "shapes", "dtypes", "flank")
+
+    def __init__(self, prefix: tuple, node_spec: Composite) -> None:
+        self.prefix = prefix
+        self.names = [k for k in node_spec.keys() if not isinstance(node_spec[k], Composite)]
+        self.shapes = {k: torch.Size(node_spec[k].shape) for k in self.names}
+        self.dtypes = {k: node_spec[k].dtype for k in self.names}
+        self.flank = "done" in self.names and "terminated" in self.names
+
+
+class _StepPlan:
+    """Key lists and shapes needed by ``step`` / ``reset``, read once from the specs."""
+
+    def __init__(self, env) -> None:
+        self.batch_size = torch.Size(env.batch_size)
+        self.nb = len(self.batch_size)
+        self.batch_locked = env.batch_locked
+        full_action = env.full_action_spec
+        self.actions = [_Leaf(k, full_action[k]) for k in env.action_keys]
+        full_reward = env.full_reward_spec
+        self.rewards = [_Leaf(k, full_reward[k]) for k in env.reward_keys]
+        full_obs = env.full_observation_spec
+        self.observations = [_Leaf(k, full_obs[k]) for k in env.observation_keys]
+        full_done = env.full_done_spec
+        self.done_keys = list(env.done_keys)
+        self.done_groups = []
+        for group in env.done_keys_groups:
+            prefix = _prefix(group[0])
+            node_spec = full_done[prefix] if prefix else full_done
+            self.done_groups.append(_DoneGroup(prefix, node_spec))
+        self.reset_keys = list(env.reset_keys)
+        root = self.done_groups[0] if self.done_groups else None
+        # "simple" done: a single root level with done (+ terminated / truncated)
+        self.simple_done = (
+            len(self.done_groups) == 1 and root.prefix == () and "done" in root.names
+        )
+        self.done_numel_one = self.simple_done and root.shapes["done"].numel() == 1
+
+    # ------------------------------------------------------------------ leading dims
+    def leading(self, td: TensorDictBase) -> torch.Size:
+        """Batch dims of ``td`` in front of the env batch dims (batch-unlocked envs)."""
+        bs = td.batch_size
+        if self.nb:
+            return bs[: len(bs) - self.nb]
+        return bs
+
+    # ------------------------------------------------------------------ actions
+    def check_actions(self, env, td: TensorDictBase, full: bool) -> None:
+        """Cheap action check: presence, shape and dtype; range only when ``full``."""
+        locked = self.batch_locked
+        source = td._tensordict if type(td) is TensorDict else None
+        for leaf in self.actions:
+            if leaf.is_str:
+                value = source.get(leaf.key) if source is not None else td._get_str(leaf.key, None)
+            else:
+                value = _get_nested(td, leaf.key)
+            if value is None:
+                raise KeyError(
+                    f"{type(env).__name__}.step: the action entry {_fmt_key(leaf.key)} is missing "
+                    f"from the input tensordict (expected {leaf.spec.__class__.__name__} with "
+                    f"shape {tuple(leaf.shape)}, dtype {leaf.dtype}); got keys {_td_keys(td)}."
+                )
+            if type(value) is not torch.Tensor and not isinstance(value, torch.Tensor):
+                continue
+            shape = value.shape
+            if leaf.dynamic:
+                ok = _match_dynamic(shape, leaf.shape, locked)
+            elif locked:
+                ok = shape == leaf.shape
+            else:
+                n = len(leaf.shape)
+                ok = len(shape) >= n and shape[len(shape) - n :] == leaf.shape
+            if not ok:
+                raise ValueError(
+                    f"{type(env).__name__}.step: the action {_fmt_key(leaf.key)} has shape "
+                    f"{tuple(shape)} but the spec expects shape {tuple(leaf.shape)}"
+                    + ("" if locked else " (after any leading batch dims)")
+                    + f" ({leaf.spec.__class__.__name__}, dtype {leaf.dtype})."
+                )
+            if value.dtype != leaf.dtype and leaf.dtype is not None:
+                raise TypeError(
+                    f"{type(env).__name__}.step: the action {_fmt_key(leaf.key)} has dtype "
+                    f"{value.dtype} but the spec expects dtype {leaf.dtype} "
+                    f"({leaf.spec.__class__.__name__}, shape {tuple(leaf.shape)})."
+                )
+            if full and not _is_in(leaf.spec, value, locked):
+                raise ValueError(
+                    f"{type(env).__name__}.step: the action {_fmt_key(leaf.key)} is out of its "
+                    f"spec: expected a value in {leaf.spec}; got {value}."
+                )
+
+    # ------------------------------------------------------------------ outputs
+    def complete_output(self, env, data: TensorDictBase, *, step: bool) -> TensorDictBase:
+        """Reshapes rewards / dones to their spec shape and adds missing done entries."""
+        bs = data.batch_size
+        if self.nb:
+            leading = bs[: len(bs) - self.nb] if len(bs) != self.nb else ()
+        else:
+            leading = bs
+        source = data._tensordict if type(data) is TensorDict else None
+        if step:
+            for leaf in self.rewards:
+                if leaf.is_str and source is not None:
+                    value = source.get(leaf.key)
+                else:
+                    value = _get_nested(data, leaf.key)
+                if value is None:
+                    raise KeyError(
+                        f"{type(env).__name__}._step did not return the reward entry "
+                        f"{_fmt_key(leaf.key)} (spec shape {tuple(leaf.shape)}); "
+                        f"got keys {_td_keys(data)}."
+                    )
+                if leaf.dynamic:
+                    continue
+                expected = leaf.shape if not leading else torch.Size((*leading, *leaf.shape))
+                if value.shape != expected:
+                    data.set(leaf.key, _reshape(value, expected, leaf.key, env, "reward"))
+        for group in self.done_groups:
+            if not group.prefix:
+                node = data
+            else:
+                node = _get_nested(data, group.prefix)
+            if node is None:
+                for name in group.names:
+                    shape = (*leading, *group.shapes[name])
+                    value = torch.zeros(shape, dtype=group.dtypes[name], device=data.device)
+                    data.set((*group.prefix, name), value)
+                continue
+            _complete_group(env, node, group, leading)
+        return data
+
+
+def _complete_group(env, node: TensorDictBase, group: _DoneGroup, leading: torch.Size) -> None:
+    values = {}
+    missing = False
+    source = node._tensordict if type(node) is TensorDict else None
+    for name in group.names:
+        value = source.get(name) if source is not None else node._get_str(name, None)
+        if value is None:
+            missing = True
+            continue
+        expected = group.shapes[name]
+        if leading:
+            expected = torch.Size((*leading, *expected))
+        if value.shape != expected and all(d >= 0 for d in expected):
+            value = _reshape(value, expected, (*group.prefix, name), env, "done")
+            node._set_str(name, value, validated=True, inplace=False)
+        values[name] = value
+    if not missing:
+        return
+    if group.flank:
+        done = values.get("done")
+        terminated = values.get("terminated")
+        truncated = values.get("truncated")
+        if done is not None and terminated is None:
+            if truncated is not None:
+                raise RuntimeError(
+                    f"{type(env).__name__}: cannot infer 'terminated' at {group.prefix or 'root'} "
+                    "when only 'done' and 'truncated' are returned."
+                )
+            node.set("terminated", done)
+            values["terminated"] = done
+        elif terminated is not None and done is None:
+            done = terminated | truncated if truncated is not None else terminated
+            node.set("done", done)
+            values["done"] = done
+    for name in group.names:
+        if name not in values:
+            shape = (*leading, *group.shapes[name])
+            node.set(name, torch.zeros(shape, dtype=group.dtypes[name], device=node.device))
+
+
+def _reshape(value: torch.Tensor, expected: torch.Size, key, env, what: str) -> torch.Tensor:
+    if value.numel() != expected.numel():
+        raise ValueError(
+            f"{type(env).__name__}: the {what} entry {_fmt_key(key)} has shape "
+            f"{tuple(value.shape)} which cannot be viewed as the spec shape {tuple(expected)}."
+        )
+    return value.reshape(expected)
+
+
+def _match_dynamic(shape: torch.Size, expected: torch.Size, locked: bool) -> bool:
+    n = len(expected)
+    if len(shape) < n or (locked and len(shape) != n):
+        return False
+    tail = shape[len(shape) - n :]
+    return all(e < 0 or e == s for s, e in zip(tail, expected))
+
+
+def _is_in(spec, value: torch.Tensor, locked: bool) -> bool:
+    if locked or value.shape == spec.shape:
+        return bool(spec.is_in(value))
+    # batch-unlocked: check every leading element against the spec
+    flat = value.reshape(-1, *spec.shape)
+    return all(bool(spec.is_in(v)) for v in flat)
+
+
+# ----------------------------------------------------------------------------- partial steps
+def _previous_or_zero(prev_root: TensorDictBase, key, like: torch.Tensor, batch: torch.Size):
+    """The previous content of ``key`` in the input tensordict, or zeros, at full batch size."""
+    prev = _get_nested(prev_root, key)
+    shape = (*batch, *like.shape[1:])
+    if isinstance(prev, torch.Tensor) and prev.shape == shape:
+        return prev.clone() if prev.dtype == like.dtype else prev.to(like.dtype)
+    return torch.zeros(shape, dtype=like.dtype, device=like.device)
+
+
+def _merge_sub_next(
+    full: TensorDictBase, sub_next: TensorDictBase, mask: torch.Tensor
+) -> TensorDictBase:
+    """Builds the full-batch "next" data from the stepped sub-batch (``mask`` is flat)."""
+    batch = full.batch_size
+    out = full.empty()
+    for key in sub_next.keys(True, True):
+        value = sub_next.get(key)
+        if not isinstance(value, torch.Tensor):
+            continue
+        base = _previous_or_zero(full, key, value, batch)
+        base[mask] = value
+        out.set(key, base)
+    return out
+
+
+def _skip_next(env, td: TensorDictBase) -> TensorDictBase:
+    """The "next" data of a step skipped entirely: previous content, or zeros."""
+    leading = env._plan.leading(td)
+    parts = []
+    for name in ("full_done_spec", "full_observation_spec", "full_reward_spec"):
+        spec = env.output_spec[name]
+        parts.append(spec.zero(leading) if leading else spec.zero())
+    out = parts[0]
+    out.update(parts[1])
+    out.update(parts[2])
+    for key in list(out.keys(True, True)):
+        prev = _get_nested(td, key)
+        if isinstance(prev, torch.Tensor) and prev.shape == out.get(key).shape:
+            out.set(key, prev.clone())
+    out.batch_size = td.batch_size
+    return out

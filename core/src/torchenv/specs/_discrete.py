@@ -1,0 +1,430 @@
+"""Discrete specs over ``n`` categories: ``Categorical`` (an index), ``OneHot`` and ``Binary``.
+
+Categorical and OneHot accept a boolean ``mask`` of allowed categories; ``rand`` then only draws
+allowed values, ``is_in`` rejects masked ones and ``project`` replaces them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from torchenv.specs._base import TensorSpec, init_leaf
+from torchenv.specs._boxes import CategoricalBox
+from torchenv.specs._errors import SpecShapeError, SpecValueError
+from torchenv.specs._utils import DeviceLike, ShapeLike, batch_shape, is_float_dtype, to_size
+
+
+def _sample_mask(mask: torch.Tensor, out_shape: tuple[int, ...]) -> torch.Tensor:
+    """Draws one allowed category per row of ``mask`` (last dim = categories), for ``out_shape`` rows."""
+    n = mask.shape[-1]
+    probs = mask.expand(*out_shape, n).reshape(-1, n).to(torch.float32)
+    if probs.numel() and bool((probs.sum(-1) == 0).any()):
+        raise SpecValueError("cannot sample from a mask that allows no category in some entry")
+    if not probs.shape[0]:
+        return torch.zeros(out_shape, dtype=torch.long, device=mask.device)
+    return torch.multinomial(probs, 1).reshape(out_shape)
+
+
+class Categorical(TensorSpec):
+    """An integer in ``{0, ..., n - 1}`` (a category index).
+
+    Args:
+        n: number of categories (``-1``: unknown, only shape and dtype are checked).
+        shape: the spec's shape (default ``()``).
+        device: the device of the values (default: cpu).
+        dtype: the dtype (default ``torch.int64``; ``torch.bool`` with ``n=2`` for done flags).
+        mask: optional bool tensor of shape ``(*shape, n)``: allowed categories.
+
+    >>> spec = Categorical(4)
+    >>> spec.shape, spec.n
+    (torch.Size([]), 4)
+    >>> done = Categorical(2, shape=(1,), dtype=torch.bool)
+    >>> done.zero()
+    tensor([False])
+    >>> masked = Categorical(3, mask=torch.tensor([False, True, False]))
+    >>> masked.rand()
+    tensor(1)
+    """
+
+    domain = "discrete"
+    _tensor_attrs = {"mask": 1}
+    _meta_attrs = ("n",)
+
+    def __init__(
+        self,
+        n: int,
+        shape: ShapeLike = None,
+        device: DeviceLike = None,
+        dtype: torch.dtype | str = torch.long,
+        mask: torch.Tensor | None = None,
+    ) -> None:
+        if isinstance(dtype, str):
+            dtype = getattr(torch, dtype)
+        init_leaf(self, to_size(shape), device, dtype)
+        self.n = int(n)
+        self.mask = None
+        if mask is not None:
+            self.update_mask(mask)
+        self._refresh()
+
+    @property
+    def space(self) -> CategoricalBox:
+        return CategoricalBox(self.n)
+
+    def _mask_shape(self) -> tuple[int, ...]:
+        return (*self._sshape, self.n)
+
+    def update_mask(self, mask: torch.Tensor | None) -> None:
+        """Sets (or with ``None`` removes) the mask of allowed categories.
+
+        >>> spec = Categorical(3)
+        >>> spec.update_mask(torch.tensor([True, False, False]))
+        >>> spec.rand()
+        tensor(0)
+        """
+        if mask is None:
+            self.mask = None
+            return
+        mask = torch.as_tensor(mask, device=self.device).to(torch.bool)
+        target = self._mask_shape()
+        try:
+            self.mask = mask.expand(target).clone()
+        except RuntimeError:
+            raise SpecShapeError(
+                f"mask of shape {list(mask.shape)} does not broadcast to {list(target)} for {self._short()}"
+            ) from None
+
+    def rand(self, shape: Sequence[int] | None = None) -> torch.Tensor:
+        full = batch_shape(shape) + self._sshape
+        if self.mask is not None:
+            return _sample_mask(self.mask, full).to(self.dtype)
+        n = self.n if self.n > 0 else 2
+        return torch.randint(0, n, full, dtype=self.dtype, device=self.device)
+
+    def is_in(self, val: Any) -> bool:
+        try:
+            vs = val.shape
+            dtype = val.dtype
+        except AttributeError:
+            return False
+        n = self._ndim
+        if len(vs) < n or (vs[len(vs) - n :] != self.shape and not self._shape_ok(vs)):
+            return False
+        if dtype != self.dtype or not isinstance(val, torch.Tensor):
+            return False
+        if self.mask is not None:
+            return self._mask_ok(val)
+        if self.n < 0 or not val.numel():
+            return True
+        if dtype == torch.bool:
+            return self.n >= 2 or not bool(val.any())
+        mn, mx = torch.aminmax(val)
+        return bool((mn >= 0) & (mx < self.n))
+
+    def _mask_ok(self, val: torch.Tensor) -> bool:
+        idx = val.to(torch.long)
+        if not val.numel():
+            return True
+        if bool((idx < 0).any() or (idx >= self.n).any()):
+            return False
+        mask = self.mask.to(val.device).expand(*val.shape, self.n)
+        return bool(mask.gather(-1, idx.unsqueeze(-1)).all())
+
+    def _explain_values(self, val: torch.Tensor) -> str:
+        v = val.to(torch.long)
+        if bool((v < 0).any() or (v >= self.n).any()):
+            return f"expected integers in [0, {self.n - 1}], got min {v.min().item()} and max {v.max().item()}"
+        if self.mask is not None:
+            return "got a category that the mask forbids"
+        return "values outside the space"
+
+    def _short(self) -> str:
+        mask = ", masked" if self.mask is not None else ""
+        return (
+            f"{type(self).__name__}(n={self.n}, shape={list(self.shape)}, dtype={self.dtype}{mask})"
+        )
+
+    def _project(self, val: torch.Tensor) -> torch.Tensor:
+        val = torch.as_tensor(val, device=self.device)
+        if is_float_dtype(val.dtype):
+            val = val.round()
+        val = val.to(torch.long)
+        if self.n > 0:
+            val = val.clamp(0, self.n - 1)
+        if self.mask is not None:
+            mask = self.mask.expand(*val.shape, self.n)
+            ok = mask.gather(-1, val.unsqueeze(-1)).squeeze(-1)
+            if not bool(ok.all()):
+                val = torch.where(ok, val, _sample_mask(mask, tuple(val.shape)))
+        return val.to(self.dtype)
+
+    def cardinality(self) -> int:
+        return self.n
+
+    def enumerate(self, use_mask: bool = False) -> torch.Tensor:
+        values = torch.arange(self.n, device=self.device)
+        if use_mask and self.mask is not None:
+            if self._ndim:
+                raise NotImplementedError(
+                    "enumerate(use_mask=True) needs a mask without batch dims"
+                )
+            values = values[self.mask]
+        return values.view(-1, *([1] * self._ndim)).expand(-1, *self._sshape).to(self.dtype)
+
+    def to_one_hot(self, val: torch.Tensor, safe: bool | None = None) -> torch.Tensor:
+        """Encodes category indices as one-hot vectors (long)."""
+        if safe:
+            self.assert_is_in(val)
+        return torch.nn.functional.one_hot(val.to(torch.long), self.n)
+
+    def to_one_hot_spec(self) -> OneHot:
+        """The equivalent :class:`OneHot` spec."""
+        return OneHot(
+            self.n,
+            shape=(*self.shape, self.n),
+            device=self.device,
+            dtype=torch.bool,
+            mask=self.mask,
+        )
+
+
+class OneHot(TensorSpec):
+    """A one-hot vector over ``n`` categories (the last dim has size ``n``).
+
+    Args:
+        n: number of categories.
+        shape: the spec's shape; defaults to ``(n,)`` and must end with ``n``.
+        device: the device of the values (default: cpu).
+        dtype: the dtype (default ``torch.bool``; ``torch.long`` is common too).
+        use_register: accepted for TorchRL compatibility, unused.
+        mask: optional bool tensor of shape ``shape``: allowed categories.
+
+    >>> spec = OneHot(4)
+    >>> spec.rand().sum().item()
+    1
+    >>> spec.encode(2)
+    tensor([False, False,  True, False])
+    >>> int(spec.to_numpy(spec.encode(2)))
+    2
+    """
+
+    domain = "discrete"
+    _tensor_attrs = {"mask": 0}
+    _meta_attrs = ("n",)
+    _protected_dims = 1
+
+    def __init__(
+        self,
+        n: int,
+        shape: ShapeLike = None,
+        device: DeviceLike = None,
+        dtype: torch.dtype | str = torch.bool,
+        use_register: bool = False,
+        mask: torch.Tensor | None = None,
+    ) -> None:
+        if isinstance(dtype, str):
+            dtype = getattr(torch, dtype)
+        shape = to_size(shape, (n,))
+        if not len(shape) or shape[-1] != n:
+            raise SpecShapeError(f"OneHot: the last dim of shape {list(shape)} must be n={n}")
+        init_leaf(self, shape, device, dtype)
+        self.n = int(n)
+        self.use_register = use_register
+        self.mask = None
+        if mask is not None:
+            self.update_mask(mask)
+        self._refresh()
+
+    @property
+    def space(self) -> CategoricalBox:
+        return CategoricalBox(self.n)
+
+    def update_mask(self, mask: torch.Tensor | None) -> None:
+        """Sets (or with ``None`` removes) the mask of allowed categories (shape: the spec's shape)."""
+        if mask is None:
+            self.mask = None
+            return
+        mask = torch.as_tensor(mask, device=self.device).to(torch.bool)
+        try:
+            self.mask = mask.expand(self._sshape).clone()
+        except RuntimeError:
+            raise SpecShapeError(
+                f"mask of shape {list(mask.shape)} does not broadcast to {list(self.shape)} for {self._short()}"
+            ) from None
+
+    def rand(self, shape: Sequence[int] | None = None) -> torch.Tensor:
+        full = batch_shape(shape) + self._sshape
+        if self.mask is not None:
+            idx = _sample_mask(self.mask, full[:-1])
+        else:
+            idx = torch.randint(0, self.n, full[:-1], device=self.device)
+        out = torch.zeros(full, dtype=self.dtype, device=self.device)
+        return out.scatter_(-1, idx.unsqueeze(-1), 1)
+
+    def is_in(self, val: Any) -> bool:
+        try:
+            vs = val.shape
+            dtype = val.dtype
+        except AttributeError:
+            return False
+        n = self._ndim
+        if len(vs) < n or (vs[len(vs) - n :] != self.shape and not self._shape_ok(vs)):
+            return False
+        if dtype != self.dtype or not isinstance(val, torch.Tensor):
+            return False
+        if not val.numel():
+            return True
+        if dtype == torch.bool:
+            if not bool((val.sum(-1) == 1).all()):
+                return False
+        else:
+            mn, mx = torch.aminmax(val)
+            if not bool((mn >= 0) & (mx <= 1)) or not bool((val.sum(-1) == 1).all()):
+                return False
+        if self.mask is not None:
+            mask = self.mask.to(val.device)
+            return not bool((val.to(torch.bool) & ~mask).any())
+        return True
+
+    def _explain_values(self, val: torch.Tensor) -> str:
+        sums = val.to(torch.long).sum(-1)
+        if not bool((sums == 1).all()):
+            return f"expected exactly one non-zero entry along the last dim (n={self.n})"
+        if self.mask is not None:
+            return "got a category that the mask forbids"
+        return "values other than 0 and 1"
+
+    def _short(self) -> str:
+        mask = ", masked" if self.mask is not None else ""
+        return f"OneHot(n={self.n}, shape={list(self.shape)}, dtype={self.dtype}{mask})"
+
+    def _project(self, val: torch.Tensor) -> torch.Tensor:
+        score = torch.as_tensor(val, device=self.device).to(torch.float32)
+        if self.mask is not None:
+            score = score.masked_fill(~self.mask.expand_as(score), -float("inf"))
+        idx = score.argmax(-1, keepdim=True)
+        return torch.zeros(score.shape, dtype=self.dtype, device=score.device).scatter_(-1, idx, 1)
+
+    def encode(self, val: Any, *, ignore_device: bool = False) -> torch.Tensor:
+        """One-hot encodes category indices (ints, numpy arrays or tensors)."""
+        device = None if ignore_device else self.device
+        if isinstance(val, np.ndarray) and any(s < 0 for s in val.strides):
+            val = val.copy()
+        idx = torch.as_tensor(val, device=device).to(torch.long)
+        if idx.numel() and bool((idx < 0).any() or (idx >= self.n).any()):
+            raise SpecValueError(
+                f"cannot encode {val!r} with {self._short()}: indices must be in [0, {self.n - 1}]"
+            )
+        out = torch.nn.functional.one_hot(idx, self.n).to(self.dtype)
+        if out.shape != self.shape and out.numel() == self.zero().numel():
+            out = out.reshape(self._sshape)
+        return out
+
+    def to_numpy(self, val: torch.Tensor, safe: bool | None = None) -> np.ndarray:
+        """The category indices (``argmax`` over the last dim) as a numpy array."""
+        if safe:
+            self.assert_is_in(val)
+        return val.to(torch.long).argmax(-1).cpu().numpy()
+
+    def index(self, index: torch.Tensor, tensor_to_index: torch.Tensor) -> torch.Tensor:
+        """Selects, along dim ``-2`` of ``tensor_to_index``, the entries picked by the one-hot ``index``."""
+        idx = index.to(torch.long).argmax(-1)
+        shape = tensor_to_index.shape
+        gathered = tensor_to_index.gather(
+            -2, idx.unsqueeze(-1).unsqueeze(-1).expand(*idx.shape, 1, shape[-1])
+        )
+        return gathered.squeeze(-2)
+
+    def to_categorical(self, val: torch.Tensor, safe: bool | None = None) -> torch.Tensor:
+        """Converts one-hot values to category indices."""
+        if safe:
+            self.assert_is_in(val)
+        return val.to(torch.long).argmax(-1)
+
+    def to_categorical_spec(self) -> Categorical:
+        """The equivalent :class:`Categorical` spec."""
+        return Categorical(self.n, shape=self.shape[:-1], device=self.device, mask=self.mask)
+
+    def cardinality(self) -> int:
+        return self.n
+
+    def enumerate(self, use_mask: bool = False) -> torch.Tensor:
+        eye = torch.eye(self.n, dtype=self.dtype, device=self.device)
+        if use_mask and self.mask is not None:
+            if self._ndim > 1:
+                raise NotImplementedError(
+                    "enumerate(use_mask=True) needs a mask without batch dims"
+                )
+            eye = eye[self.mask]
+        return eye.view(-1, *([1] * (self._ndim - 1)), self.n).expand(-1, *self._sshape)
+
+
+class Binary(Categorical):
+    """``n`` independent binary values (0 or 1).
+
+    Args:
+        n: number of binary values (the last dim); inferred from ``shape`` when omitted.
+        shape: the spec's shape; defaults to ``(n,)``.
+        device: the device of the values (default: cpu).
+        dtype: the dtype (default ``torch.int8``; ``torch.bool`` is common).
+
+    >>> spec = Binary(3, dtype=torch.bool)
+    >>> spec.rand().shape
+    torch.Size([3])
+    """
+
+    _tensor_attrs: dict[str, int] = {}
+    _protected_dims = 1
+
+    def __init__(
+        self,
+        n: int | None = None,
+        shape: ShapeLike = None,
+        device: DeviceLike = None,
+        dtype: torch.dtype | str = torch.int8,
+    ) -> None:
+        if n is None and shape is None:
+            raise TypeError("Binary needs n or shape.")
+        shape = to_size(shape, (n,))
+        if n is not None and (not len(shape) or shape[-1] != n):
+            raise SpecShapeError(f"Binary: the last dim of shape {list(shape)} must be n={n}")
+        super().__init__(2, shape, device, dtype)
+
+    def update_mask(self, mask: torch.Tensor | None) -> None:
+        if mask is not None:
+            raise NotImplementedError("Binary specs do not support masks.")
+
+    def is_in(self, val: Any) -> bool:
+        try:
+            vs = val.shape
+            dtype = val.dtype
+        except AttributeError:
+            return False
+        n = self._ndim
+        if len(vs) < n or (vs[len(vs) - n :] != self.shape and not self._shape_ok(vs)):
+            return False
+        if dtype != self.dtype or not isinstance(val, torch.Tensor):
+            return False
+        if dtype == torch.bool or not val.numel():
+            return True
+        mn, mx = torch.aminmax(val)
+        return bool((mn >= 0) & (mx <= 1))
+
+    def _explain_values(self, val: torch.Tensor) -> str:
+        return "expected values in {0, 1}"
+
+    def _short(self) -> str:
+        return f"Binary(shape={list(self.shape)}, dtype={self.dtype})"
+
+    def cardinality(self) -> int:
+        return 2 ** (self.shape[-1] if self._ndim else 1)
+
+    def enumerate(self, use_mask: bool = False) -> torch.Tensor:
+        n = self.shape[-1]
+        values = torch.arange(2**n, device=self.device)
+        bits = (values.unsqueeze(-1) >> torch.arange(n - 1, -1, -1, device=self.device)) & 1
+        return bits.view(-1, *([1] * (self._ndim - 1)), n).expand(-1, *self._sshape).to(self.dtype)

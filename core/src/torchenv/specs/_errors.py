@@ -1,0 +1,33 @@
+"""Exceptions raised by specs. They subclass the built-ins TorchRL raises, so callers can catch either."""
+
+from __future__ import annotations
+
+
+class SpecError(Exception):
+    """Base class of every spec error."""
+
+
+class SpecValueError(SpecError, AssertionError, ValueError):
+    """A value does not belong to a spec (raised by ``assert_is_in``).
+
+    Subclasses ``AssertionError`` (what TorchRL raises) and ``ValueError``.
+    """
+
+
+class SpecTypeError(SpecError, TypeError):
+    """A value has the wrong dtype or type for a spec (raised by ``type_check``)."""
+
+
+class SpecShapeError(SpecError, ValueError):
+    """A spec was given a shape it cannot take (expand, Composite entries, stacking)."""
+
+
+class SpecLockedError(SpecError, RuntimeError):
+    """A locked Composite was modified."""
+
+
+class SpecKeyError(SpecError, KeyError):
+    """A key is absent from a Composite."""
+
+    def __str__(self) -> str:  # KeyError quotes its message: print it as written
+        return str(self.args[0]) if self.args else ""

@@ -1,0 +1,348 @@
+"""Several categorical variables in one tensor: ``MultiCategorical`` (indices) and ``MultiOneHot``.
+
+``nvec`` gives the number of categories of each variable. A MultiCategorical's last dim holds one index
+per variable; a MultiOneHot's last dim holds the concatenated one-hot vectors (size ``sum(nvec)``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from torchenv.specs._base import TensorSpec, init_leaf
+from torchenv.specs._boxes import BoxList
+from torchenv.specs._discrete import _sample_mask
+from torchenv.specs._errors import SpecShapeError, SpecValueError
+from torchenv.specs._utils import DeviceLike, ShapeLike, batch_shape, is_float_dtype, to_size
+
+
+def _chunks(nvec: Sequence[int]) -> tuple[list[int], list[int]]:
+    starts, pos = [], 0
+    for n in nvec:
+        starts.append(pos)
+        pos += n
+    return list(nvec), starts
+
+
+class MultiCategorical(TensorSpec):
+    """One category index per variable; variable ``i`` takes values in ``{0, ..., nvec[i] - 1}``.
+
+    Args:
+        nvec: categories per variable (list or tensor; a tensor may carry batch dims).
+        shape: the spec's shape (default ``nvec.shape``); its last dim is the number of variables.
+        device: the device of the values (default: cpu).
+        dtype: the dtype (default ``torch.int64``).
+        mask: optional bool tensor of shape ``(*shape[:-1], sum(nvec))``: allowed categories.
+        remove_singleton: accepted for TorchRL compatibility.
+
+    >>> spec = MultiCategorical([2, 3])
+    >>> spec.shape, spec.cardinality()
+    (torch.Size([2]), 6)
+    >>> spec.is_in(torch.tensor([1, 2]))
+    True
+    """
+
+    domain = "discrete"
+    _tensor_attrs = {"nvec": 0, "mask": 0}
+    _protected_dims = 1
+
+    def __init__(
+        self,
+        nvec: Sequence[int] | torch.Tensor,
+        shape: ShapeLike = None,
+        device: DeviceLike = None,
+        dtype: torch.dtype = torch.int64,
+        mask: torch.Tensor | None = None,
+        remove_singleton: bool = True,
+    ) -> None:
+        nvec_t = torch.as_tensor(nvec, dtype=torch.long)
+        if nvec_t.ndim == 0:
+            nvec_t = nvec_t.unsqueeze(0)
+        shape = to_size(shape, nvec_t.shape)
+        init_leaf(self, shape, device, dtype)
+        try:
+            self.nvec = nvec_t.to(self.device).expand(self._sshape).clone()
+        except RuntimeError:
+            raise SpecShapeError(
+                f"MultiCategorical: nvec of shape {list(nvec_t.shape)} does not broadcast to {list(shape)}"
+            ) from None
+        self.remove_singleton = remove_singleton
+        self.mask = None
+        if mask is not None:
+            self.update_mask(mask)
+        self._refresh()
+
+    def _refresh(self) -> None:
+        flat = (
+            self.nvec.reshape(-1, self.nvec.shape[-1]) if self.nvec.ndim else self.nvec.view(1, 1)
+        )
+        self._uniform = flat.shape[0] <= 1 or bool((flat == flat[:1]).all())
+        self._row = flat[0].tolist() if flat.numel() else []
+
+    @property
+    def space(self) -> BoxList:
+        return BoxList.from_nvec(self._row if self._uniform else self.nvec)
+
+    def update_mask(self, mask: torch.Tensor | None) -> None:
+        """Sets the allowed categories: a bool tensor of shape ``(*shape[:-1], sum(nvec))``."""
+        if mask is None:
+            self.mask = None
+            return
+        if not self._uniform:
+            raise SpecValueError(
+                "only MultiCategorical specs with one nvec for all batch entries can be masked"
+            )
+        target = (*self._sshape[:-1], sum(self._row))
+        mask = torch.as_tensor(mask, device=self.device).to(torch.bool)
+        try:
+            self.mask = mask.expand(target).clone()
+        except RuntimeError:
+            raise SpecShapeError(
+                f"mask of shape {list(mask.shape)} does not broadcast to {list(target)}"
+            ) from None
+
+    def rand(self, shape: Sequence[int] | None = None) -> torch.Tensor:
+        full = batch_shape(shape) + self._sshape
+        if self.mask is not None:
+            parts = self.mask.split(self._row, -1)
+            samples = [_sample_mask(m, full[:-1]) for m in parts]
+            return torch.stack(samples, -1).to(self.dtype)
+        out = torch.rand(full, dtype=torch.float64, device=self.device).mul_(self.nvec).floor_()
+        return out.to(self.dtype)
+
+    def is_in(self, val: Any) -> bool:
+        try:
+            vs = val.shape
+            dtype = val.dtype
+        except AttributeError:
+            return False
+        n = self._ndim
+        if len(vs) < n or (vs[len(vs) - n :] != self.shape and not self._shape_ok(vs)):
+            return False
+        if dtype != self.dtype or not isinstance(val, torch.Tensor):
+            return False
+        if not val.numel():
+            return True
+        nvec = self.nvec.to(val.device)
+        if not bool(((val >= 0) & (val < nvec)).all()):
+            return False
+        if self.mask is not None:
+            _, starts = _chunks(self._row)
+            pos = val.to(torch.long) + torch.tensor(starts, device=val.device)
+            mask = self.mask.to(val.device).expand(*vs[:-1], self.mask.shape[-1])
+            return bool(mask.gather(-1, pos).all())
+        return True
+
+    def _explain_values(self, val: torch.Tensor) -> str:
+        return f"expected 0 <= value < nvec (nvec={self._row if self._uniform else 'per-entry'})"
+
+    def _short(self) -> str:
+        return f"MultiCategorical(nvec={self._row}, shape={list(self.shape)}, dtype={self.dtype})"
+
+    def _project(self, val: torch.Tensor) -> torch.Tensor:
+        val = torch.as_tensor(val, device=self.device)
+        if is_float_dtype(val.dtype):
+            val = val.round()
+        val = torch.minimum(val.to(torch.long).clamp_min(0), self.nvec - 1)
+        if self.mask is not None:
+            parts = self.mask.split(self._row, -1)
+            cols = []
+            for i, m in enumerate(parts):
+                col = val[..., i]
+                m = m.expand(*col.shape, m.shape[-1])
+                ok = m.gather(-1, col.unsqueeze(-1)).squeeze(-1)
+                cols.append(torch.where(ok, col, _sample_mask(m, tuple(col.shape))))
+            val = torch.stack(cols, -1)
+        return val.to(self.dtype)
+
+    def cardinality(self) -> int:
+        return int(torch.tensor(self._row, dtype=torch.float64).prod().item())
+
+    def enumerate(self, use_mask: bool = False) -> torch.Tensor:
+        grids = torch.meshgrid(
+            *[torch.arange(n, device=self.device) for n in self._row], indexing="ij"
+        )
+        values = torch.stack([g.reshape(-1) for g in grids], -1)
+        values = values.view(values.shape[0], *([1] * (self._ndim - 1)), self.shape[-1])
+        return values.expand(values.shape[0], *self._sshape).to(self.dtype)
+
+    def to_one_hot(self, val: torch.Tensor, safe: bool | None = None) -> torch.Tensor:
+        """Concatenated one-hot encoding of the indices (bool)."""
+        if safe:
+            self.assert_is_in(val)
+        parts = [
+            torch.nn.functional.one_hot(val[..., i].long(), n) for i, n in enumerate(self._row)
+        ]
+        return torch.cat(parts, -1).to(torch.bool)
+
+    def to_one_hot_spec(self) -> MultiOneHot:
+        """The equivalent :class:`MultiOneHot` spec."""
+        return MultiOneHot(
+            self._row, shape=(*self.shape[:-1], sum(self._row)), device=self.device, mask=self.mask
+        )
+
+
+class MultiOneHot(TensorSpec):
+    """Concatenated one-hot vectors, one per variable with ``nvec[i]`` categories.
+
+    Args:
+        nvec: categories per variable.
+        shape: the spec's shape; defaults to ``(sum(nvec),)`` and must end with ``sum(nvec)``.
+        device: the device of the values (default: cpu).
+        dtype: the dtype (default ``torch.bool``).
+        use_register: accepted for TorchRL compatibility.
+        mask: optional bool tensor of shape ``shape``: allowed categories.
+
+    >>> spec = MultiOneHot([2, 3])
+    >>> spec.rand().sum().item()
+    2
+    >>> spec.encode([1, 0]).tolist()
+    [False, True, True, False, False]
+    """
+
+    domain = "discrete"
+    _tensor_attrs = {"mask": 0}
+    _meta_attrs = ("nvec",)
+    _protected_dims = 1
+
+    def __init__(
+        self,
+        nvec: Sequence[int],
+        shape: ShapeLike = None,
+        device: DeviceLike = None,
+        dtype: torch.dtype = torch.bool,
+        use_register: bool = False,
+        mask: torch.Tensor | None = None,
+    ) -> None:
+        self.nvec = [int(n) for n in (nvec.tolist() if isinstance(nvec, torch.Tensor) else nvec)]
+        total = sum(self.nvec)
+        shape = to_size(shape, (total,))
+        if not len(shape) or shape[-1] != total:
+            raise SpecShapeError(
+                f"MultiOneHot: the last dim of shape {list(shape)} must be sum(nvec)={total}"
+            )
+        init_leaf(self, shape, device, dtype)
+        self.use_register = use_register
+        self.mask = None
+        if mask is not None:
+            self.update_mask(mask)
+        self._refresh()
+
+    def _refresh(self) -> None:
+        _, starts = _chunks(self.nvec)
+        self._starts = torch.tensor(starts, device=self.device)
+        self._nvec_t = torch.tensor(self.nvec, device=self.device, dtype=torch.float64)
+        ends = [s + n - 1 for s, n in zip(starts, self.nvec)]
+        self._ends = torch.tensor(ends, device=self.device)
+
+    @property
+    def space(self) -> BoxList:
+        return BoxList.from_nvec(self.nvec)
+
+    def update_mask(self, mask: torch.Tensor | None) -> None:
+        """Sets the allowed categories (bool tensor of the spec's shape)."""
+        if mask is None:
+            self.mask = None
+            return
+        mask = torch.as_tensor(mask, device=self.device).to(torch.bool)
+        try:
+            self.mask = mask.expand(self._sshape).clone()
+        except RuntimeError:
+            raise SpecShapeError(
+                f"mask of shape {list(mask.shape)} does not broadcast to {list(self.shape)}"
+            ) from None
+
+    def rand(self, shape: Sequence[int] | None = None) -> torch.Tensor:
+        full = batch_shape(shape) + self._sshape
+        rows = full[:-1]
+        if self.mask is not None:
+            idx = torch.stack([_sample_mask(m, rows) for m in self.mask.split(self.nvec, -1)], -1)
+        else:
+            idx = torch.rand((*rows, len(self.nvec)), dtype=torch.float64, device=self.device)
+            idx = idx.mul_(self._nvec_t).floor_().long()
+        out = torch.zeros(full, dtype=self.dtype, device=self.device)
+        return out.scatter_(-1, idx + self._starts, 1)
+
+    def is_in(self, val: Any) -> bool:
+        try:
+            vs = val.shape
+            dtype = val.dtype
+        except AttributeError:
+            return False
+        n = self._ndim
+        if len(vs) < n or (vs[len(vs) - n :] != self.shape and not self._shape_ok(vs)):
+            return False
+        if dtype != self.dtype or not isinstance(val, torch.Tensor):
+            return False
+        if not val.numel():
+            return True
+        v = val.to(torch.long)
+        if dtype != torch.bool:
+            mn, mx = torch.aminmax(v)
+            if not bool((mn >= 0) & (mx <= 1)):
+                return False
+        cs = v.cumsum(-1)
+        ends = cs.index_select(-1, self._ends.to(v.device))
+        sums = torch.diff(ends, dim=-1, prepend=torch.zeros_like(ends[..., :1]))
+        if not bool((sums == 1).all()):
+            return False
+        if self.mask is not None:
+            return not bool((v.to(torch.bool) & ~self.mask.to(v.device)).any())
+        return True
+
+    def _explain_values(self, val: torch.Tensor) -> str:
+        return f"expected exactly one non-zero entry in each of the {len(self.nvec)} groups (nvec={self.nvec})"
+
+    def _short(self) -> str:
+        return f"MultiOneHot(nvec={self.nvec}, shape={list(self.shape)}, dtype={self.dtype})"
+
+    def _project(self, val: torch.Tensor) -> torch.Tensor:
+        score = torch.as_tensor(val, device=self.device).to(torch.float32)
+        if self.mask is not None:
+            score = score.masked_fill(~self.mask.expand_as(score), -float("inf"))
+        idx = torch.stack([p.argmax(-1) for p in score.split(self.nvec, -1)], -1)
+        out = torch.zeros(score.shape, dtype=self.dtype, device=score.device)
+        return out.scatter_(-1, idx + self._starts, 1)
+
+    def to_categorical(self, val: torch.Tensor, safe: bool | None = None) -> torch.Tensor:
+        """The index of the active category of each variable (last dim: one per variable)."""
+        if safe:
+            self.assert_is_in(val)
+        return torch.stack([p.to(torch.long).argmax(-1) for p in val.split(self.nvec, -1)], -1)
+
+    def to_categorical_spec(self) -> MultiCategorical:
+        """The equivalent :class:`MultiCategorical` spec."""
+        return MultiCategorical(
+            self.nvec, shape=(*self.shape[:-1], len(self.nvec)), device=self.device, mask=self.mask
+        )
+
+    def encode(self, val: Any, *, ignore_device: bool = False) -> torch.Tensor:
+        """One-hot encodes per-variable indices (last dim: one index per variable)."""
+        device = None if ignore_device else self.device
+        if isinstance(val, np.ndarray) and any(s < 0 for s in val.strides):
+            val = val.copy()
+        idx = torch.as_tensor(val, device=device).to(torch.long)
+        if idx.shape[-1:] != (len(self.nvec),):
+            raise SpecShapeError(
+                f"cannot encode {val!r} with {self._short()}: expected {len(self.nvec)} indices"
+            )
+        bad = (idx < 0) | (idx >= torch.tensor(self.nvec, device=idx.device))
+        if bool(bad.any()):
+            raise SpecValueError(
+                f"cannot encode {val!r} with {self._short()}: indices must be < nvec"
+            )
+        out = torch.zeros((*idx.shape[:-1], self.shape[-1]), dtype=self.dtype, device=idx.device)
+        return out.scatter_(-1, idx + self._starts.to(idx.device), 1)
+
+    def to_numpy(self, val: torch.Tensor, safe: bool | None = None) -> np.ndarray:
+        """The per-variable indices as a numpy array."""
+        return self.to_categorical(val, safe).cpu().numpy()
+
+    def cardinality(self) -> int:
+        out = 1
+        for n in self.nvec:
+            out *= n
+        return out

@@ -1,0 +1,148 @@
+"""``torch.stack`` (and a few other torch functions) on specs.
+
+Stacking specs of the same type, dtype, device and shape gives a dense spec with a new dim (the
+shape-following tensors, e.g. bounds and masks, are stacked). Leaf specs whose shapes differ give a lazy
+:class:`~torchenv.specs.Stacked`; Composites whose keys or entries cannot be stacked densely give a
+:class:`~torchenv.specs.StackedComposite` (the multi-agent case with heterogeneous agents).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+
+from torchenv.specs._base import TensorSpec
+from torchenv.specs._errors import SpecShapeError
+from torchenv.specs._utils import normalize_dim
+
+
+def _common_device(specs: Sequence[TensorSpec]) -> Any:
+    devices = {s.device for s in specs}
+    if len(devices) == 1:
+        return devices.pop()
+    devices.discard(None)
+    return devices.pop() if len(devices) == 1 else None
+
+
+def _stack_leaves(specs: Sequence[TensorSpec], dim: int) -> TensorSpec:
+    from torchenv.specs._stacked import Stacked
+
+    first = specs[0]
+    for spec in specs[1:]:
+        if type(spec) is not type(first):
+            raise SpecShapeError(
+                f"cannot stack specs of different types: {type(first).__name__} and {type(spec).__name__}"
+            )
+        if spec.dtype != first.dtype:
+            raise SpecShapeError(
+                f"cannot stack specs with different dtypes: {first.dtype} and {spec.dtype}"
+            )
+        if spec.device != first.device:
+            raise SpecShapeError(
+                f"cannot stack specs on different devices: {first.device} and {spec.device}"
+            )
+        if spec.ndim != first.ndim:
+            raise SpecShapeError(
+                f"cannot stack specs with different ndims: {first.shape} and {spec.shape}"
+            )
+    d = normalize_dim(dim, first.ndim + 1)
+    if d > first.ndim - first._protected_dims:
+        raise SpecShapeError(
+            f"cannot stack {type(first).__name__} specs along their protected last dim"
+        )
+    same_shape = all(s.shape == first.shape for s in specs)
+    same_meta = all(getattr(s, a) == getattr(first, a) for s in specs for a in first._meta_attrs)
+    if not (same_shape and same_meta):
+        return Stacked(*specs, dim=d)
+    new = first._copy()
+    for name, _extra in first._tensor_attrs.items():
+        values = [getattr(s, name) for s in specs]
+        if all(v is None for v in values):
+            continue
+        ref = next(v for v in values if v is not None)
+        values = [torch.ones_like(ref) if v is None else v for v in values]
+        setattr(new, name, torch.stack(values, d))
+    shape = list(first.shape)
+    shape.insert(d, len(specs))
+    new._set_shape(torch.Size(shape))
+    new._refresh()
+    return new
+
+
+def _stack_composites(specs: Sequence[Any], dim: int) -> Any:
+    from torchenv.specs._composite import Composite
+    from torchenv.specs._stacked import Stacked, StackedComposite
+
+    first = specs[0]
+    for spec in specs:
+        if not isinstance(spec, Composite):
+            raise SpecShapeError(f"cannot stack a Composite with a {type(spec).__name__}")
+    d = normalize_dim(dim, first.ndim + 1)
+    lazy = any(type(s) is not Composite for s in specs)
+    lazy = lazy or any(s.shape != first.shape for s in specs)
+    lazy = lazy or any(list(s._specs) != list(first._specs) for s in specs)
+    if not lazy:
+        entries = {}
+        for key in first._specs:
+            values = [s._specs[key] for s in specs]
+            if any(v is None for v in values):
+                if all(v is None for v in values):
+                    entries[key] = None
+                    continue
+                lazy = True
+                break
+            stacked = torch.stack(values, d)
+            if isinstance(stacked, (Stacked, StackedComposite)):
+                lazy = True
+                break
+            entries[key] = stacked
+    if lazy:
+        return StackedComposite(*specs, dim=d)
+    shape = list(first.shape)
+    shape.insert(d, len(specs))
+    out = Composite(shape=shape, device=_common_device(specs), data_cls=first.data_cls)
+    out._specs.update(entries)
+    return out
+
+
+def stack_specs(specs: Sequence[TensorSpec], dim: int = 0, *, out: Any = None) -> TensorSpec:
+    """Stacks specs along a new dim ``dim`` (what ``torch.stack(specs, dim)`` calls).
+
+    >>> import torch
+    >>> from torchenv.specs import Bounded
+    >>> spec = torch.stack([Bounded(0, 1, shape=(2,)), Bounded(0, 2, shape=(2,))], 0)
+    >>> spec.shape, spec.high[:, 0].tolist()
+    (torch.Size([2, 2]), [1.0, 2.0])
+    """
+    from torchenv.specs._composite import Composite
+
+    if out is not None:
+        raise NotImplementedError("torch.stack(specs, out=...) is not supported for specs.")
+    specs = list(specs)
+    if not specs:
+        raise ValueError("Cannot stack an empty list of specs.")
+    if isinstance(specs[0], Composite):
+        return _stack_composites(specs, dim)
+    return _stack_leaves(specs, dim)
+
+
+def _squeeze(spec: TensorSpec, dim: int | None = None) -> TensorSpec:
+    return spec.squeeze(dim)
+
+
+def _unsqueeze(spec: TensorSpec, dim: int) -> TensorSpec:
+    return spec.unsqueeze(dim)
+
+
+def _unbind(spec: TensorSpec, dim: int = 0) -> tuple[TensorSpec, ...]:
+    return spec.unbind(dim)
+
+
+SPEC_TORCH_FUNCTIONS: dict[Any, Callable[..., Any]] = {
+    torch.stack: stack_specs,
+    torch.squeeze: _squeeze,
+    torch.unsqueeze: _unsqueeze,
+    torch.unbind: _unbind,
+}

@@ -1,0 +1,459 @@
+"""The :class:`Transform` base class.
+
+A transform reads and writes entries of a TensorDict. Inside a :class:`TransformedEnv` it runs
+around the base env's ``step`` and ``reset``; outside of one (e.g. in a replay buffer) it runs on
+any TensorDict through :meth:`Transform.forward` and :meth:`Transform.inv`.
+
+Key convention (the same as TorchRL's):
+
+* ``in_keys`` name entries as the *inner* (base) env produces them, ``out_keys`` as the *outer*
+  world (the policy) sees them. The forward transform maps ``in_keys`` to ``out_keys``.
+* ``in_keys_inv`` name entries as the inner env expects them, ``out_keys_inv`` as the policy
+  writes them. The inverse transform maps ``out_keys_inv`` to ``in_keys_inv``.
+"""
+
+from __future__ import annotations
+
+import copy
+import weakref
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import torch
+from tensordict import TensorDictBase, unravel_key
+from tensordict.utils import NestedKey
+from torch import nn
+
+if TYPE_CHECKING:  # pragma: no cover
+    from torchenv.specs import Composite, TensorSpec
+    from torchenv.transforms._transformed_env import TransformedEnv
+
+__all__ = ["Transform", "ObservationTransform"]
+
+
+def _normalize_keys(keys: NestedKey | Sequence[NestedKey] | None) -> list[NestedKey] | None:
+    if keys is None:
+        return None
+    if isinstance(keys, (str, tuple)):
+        keys = [keys]
+    return [unravel_key(key) for key in keys]
+
+
+def _missing_key_error(transform: Transform, key: NestedKey, data: TensorDictBase) -> KeyError:
+    return KeyError(
+        f"{type(transform).__name__}: expected entry {key!r} in the tensordict, "
+        f"but it holds only {sorted(map(str, data.keys(True, True)))}"
+    )
+
+
+class Transform(nn.Module):
+    """Base class of env transforms: modifies or creates entries of a TensorDict.
+
+    Subclasses usually implement :meth:`_apply_transform` (one tensor in, one tensor out) and,
+    for actions or states, :meth:`_inv_apply_transform`. Transforms that need the data of time
+    ``t`` and ``t + 1`` override :meth:`_step`; stateful ones override :meth:`_reset`; those that
+    change entries' shapes, dtypes or names override the ``transform_*_spec`` methods.
+
+    Args:
+        in_keys: entries read by the forward transform (inner names).
+        out_keys: entries written by the forward transform (outer names). Defaults to ``in_keys``.
+        in_keys_inv: entries written by the inverse transform (inner names).
+        out_keys_inv: entries read by the inverse transform (outer names). Defaults to
+            ``in_keys_inv``.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> class AddOne(Transform):
+        ...     def _apply_transform(self, obs):
+        ...         return obs + 1
+        >>> AddOne(in_keys=["observation"])(TensorDict(observation=torch.zeros(2)))["observation"]
+        tensor([1., 1.])
+    """
+
+    invertible: bool = False
+    #: when True, the inverse transform also runs on the input of ``reset``.
+    enable_inv_on_reset: bool = False
+
+    def __init__(
+        self,
+        in_keys: Sequence[NestedKey] | NestedKey | None = None,
+        out_keys: Sequence[NestedKey] | NestedKey | None = None,
+        in_keys_inv: Sequence[NestedKey] | NestedKey | None = None,
+        out_keys_inv: Sequence[NestedKey] | NestedKey | None = None,
+    ) -> None:
+        super().__init__()
+        # stored in __dict__ so that nn.Module does not register them as submodules
+        self.__dict__["_container"] = None
+        self.__dict__["_parent"] = None
+        self.__dict__["_missing_tolerance"] = False
+        self.in_keys = in_keys
+        self.out_keys = out_keys
+        self.in_keys_inv = in_keys_inv
+        self.out_keys_inv = out_keys_inv
+
+    # ------------------------------------------------------------------ keys
+    @property
+    def in_keys(self) -> list[NestedKey]:
+        return self.__dict__.get("_in_keys") or []
+
+    @in_keys.setter
+    def in_keys(self, value: Sequence[NestedKey] | NestedKey | None) -> None:
+        self.__dict__["_in_keys"] = _normalize_keys(value)
+        self.__dict__.pop("_pairs", None)
+
+    @property
+    def out_keys(self) -> list[NestedKey]:
+        out_keys = self.__dict__.get("_out_keys")
+        if out_keys is None:
+            return list(self.in_keys)
+        return out_keys
+
+    @out_keys.setter
+    def out_keys(self, value: Sequence[NestedKey] | NestedKey | None) -> None:
+        self.__dict__["_out_keys"] = _normalize_keys(value)
+        self.__dict__.pop("_pairs", None)
+
+    @property
+    def in_keys_inv(self) -> list[NestedKey]:
+        return self.__dict__.get("_in_keys_inv") or []
+
+    @in_keys_inv.setter
+    def in_keys_inv(self, value: Sequence[NestedKey] | NestedKey | None) -> None:
+        self.__dict__["_in_keys_inv"] = _normalize_keys(value)
+        self.__dict__.pop("_pairs_inv", None)
+
+    @property
+    def out_keys_inv(self) -> list[NestedKey]:
+        out_keys_inv = self.__dict__.get("_out_keys_inv")
+        if out_keys_inv is None:
+            return list(self.in_keys_inv)
+        return out_keys_inv
+
+    @out_keys_inv.setter
+    def out_keys_inv(self, value: Sequence[NestedKey] | NestedKey | None) -> None:
+        self.__dict__["_out_keys_inv"] = _normalize_keys(value)
+        self.__dict__.pop("_pairs_inv", None)
+
+    @property
+    def _key_pairs(self) -> tuple[tuple[NestedKey, NestedKey], ...]:
+        """``(in_key, out_key)`` pairs, cached: the hot path reads this."""
+        pairs = self.__dict__.get("_pairs")
+        if pairs is None:
+            in_keys, out_keys = self.in_keys, self.out_keys
+            if len(in_keys) != len(out_keys):
+                raise ValueError(
+                    f"{type(self).__name__}: in_keys and out_keys must have the same length, "
+                    f"got in_keys={in_keys} and out_keys={out_keys}"
+                )
+            pairs = self.__dict__["_pairs"] = tuple(zip(in_keys, out_keys))
+        return pairs
+
+    @property
+    def _key_pairs_inv(self) -> tuple[tuple[NestedKey, NestedKey], ...]:
+        """``(in_key_inv, out_key_inv)`` pairs, cached."""
+        pairs = self.__dict__.get("_pairs_inv")
+        if pairs is None:
+            in_keys, out_keys = self.in_keys_inv, self.out_keys_inv
+            if len(in_keys) != len(out_keys):
+                raise ValueError(
+                    f"{type(self).__name__}: in_keys_inv and out_keys_inv must have the same "
+                    f"length, got in_keys_inv={in_keys} and out_keys_inv={out_keys}"
+                )
+            pairs = self.__dict__["_pairs_inv"] = tuple(zip(in_keys, out_keys))
+        return pairs
+
+    # ------------------------------------------------------- missing tolerance
+    @property
+    def missing_tolerance(self) -> bool:
+        """Whether a missing ``in_key`` is skipped (True) or raises a KeyError (False)."""
+        return self.__dict__["_missing_tolerance"]
+
+    def set_missing_tolerance(self, mode: bool = False) -> None:
+        self.__dict__["_missing_tolerance"] = mode
+
+    # ------------------------------------------------------------ tensor level
+    def _apply_transform(self, obs: torch.Tensor) -> torch.Tensor:
+        """Maps one entry read from ``in_keys`` to the value written under the paired out key."""
+        raise NotImplementedError(
+            f"{type(self).__name__} does not implement _apply_transform; it cannot run on the "
+            "in_keys it was given"
+        )
+
+    def _inv_apply_transform(self, state: torch.Tensor) -> torch.Tensor:
+        """Maps one entry read from ``out_keys_inv`` to the value for the paired inner key."""
+        if self.invertible:
+            raise NotImplementedError(
+                f"{type(self).__name__} is invertible but does not implement _inv_apply_transform"
+            )
+        return state
+
+    # -------------------------------------------------------- tensordict level
+    def _call(self, next_tensordict: TensorDictBase) -> TensorDictBase:
+        """Applies the forward transform to the output of ``step`` (and of ``reset``)."""
+        for in_key, out_key in self._key_pairs:
+            value = next_tensordict.get(in_key, None)
+            if value is not None:
+                next_tensordict.set(out_key, self._apply_transform(value))
+            elif not self.__dict__["_missing_tolerance"]:
+                raise _missing_key_error(self, in_key, next_tensordict)
+        return next_tensordict
+
+    def _inv_call(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """Applies the inverse transform to the input of ``step``: outer keys to inner keys."""
+        for in_key, out_key in self._key_pairs_inv:
+            value = tensordict.get(out_key, None)
+            if value is not None:
+                tensordict.set(in_key, self._inv_apply_transform(value))
+            elif not self.__dict__["_missing_tolerance"]:
+                raise _missing_key_error(self, out_key, tensordict)
+        return tensordict
+
+    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """Applies the transform to a TensorDict outside of an env (e.g. in a replay buffer).
+
+        Calls :meth:`_apply_transform` on every present ``in_key``; neither :meth:`_step` nor
+        :meth:`_call` is called.
+        """
+        for in_key, out_key in self._key_pairs:
+            value = tensordict.get(in_key, None)
+            if value is not None:
+                tensordict.set(out_key, self._apply_transform(value))
+            elif not self.__dict__["_missing_tolerance"]:
+                raise _missing_key_error(self, in_key, tensordict)
+        return tensordict
+
+    def inv(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """Applies the inverse transform to a shallow copy of ``tensordict``."""
+        return self._inv_call(tensordict.copy())
+
+    def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
+        """Runs after the base env's step with the data at ``t`` and ``t + 1``; returns ``t + 1``."""
+        return self._call(next_tensordict)
+
+    def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
+        """Runs after the base env's reset; by default applies :meth:`_call` to present keys."""
+        return self._call_tolerant(tensordict_reset)
+
+    def _call_tolerant(self, tensordict: TensorDictBase) -> TensorDictBase:
+        mode = self.__dict__["_missing_tolerance"]
+        self.__dict__["_missing_tolerance"] = True
+        try:
+            return self._call(tensordict)
+        finally:
+            self.__dict__["_missing_tolerance"] = mode
+
+    def _reset_env_preprocess(self, tensordict: TensorDictBase | None) -> TensorDictBase | None:
+        """Runs on the input of ``reset`` before the base env resets (inverse, if enabled)."""
+        if self.enable_inv_on_reset and tensordict is not None:
+            mode = self.__dict__["_missing_tolerance"]
+            self.__dict__["_missing_tolerance"] = True
+            try:
+                return self._inv_call(tensordict)
+            finally:
+                self.__dict__["_missing_tolerance"] = mode
+        return tensordict
+
+    @property
+    def _has_inverse(self) -> bool:
+        """Whether this transform touches the input of ``step`` (lets the env skip the copy)."""
+        return bool(self.in_keys_inv) or type(self)._inv_call is not Transform._inv_call
+
+    def init(self, tensordict: TensorDictBase) -> None:
+        """Runs initialisation steps of the transform (no-op by default)."""
+
+    def close(self) -> None:
+        """Releases resources held by the transform (no-op by default)."""
+
+    # ------------------------------------------------------------------ specs
+    def transform_output_spec(self, output_spec: Composite) -> Composite:
+        """Maps the env's ``output_spec`` (observation, reward and done specs) inner to outer."""
+        output_spec["full_observation_spec"] = self.transform_observation_spec(
+            output_spec["full_observation_spec"]
+        )
+        if "full_reward_spec" in output_spec.keys():
+            output_spec["full_reward_spec"] = self.transform_reward_spec(
+                output_spec["full_reward_spec"]
+            )
+        if "full_done_spec" in output_spec.keys():
+            output_spec["full_done_spec"] = self.transform_done_spec(output_spec["full_done_spec"])
+        return output_spec
+
+    def transform_input_spec(self, input_spec: Composite) -> Composite:
+        """Maps the env's ``input_spec`` (action and state specs) inner to outer."""
+        input_spec["full_state_spec"] = self.transform_state_spec(input_spec["full_state_spec"])
+        input_spec["full_action_spec"] = self.transform_action_spec(input_spec["full_action_spec"])
+        return input_spec
+
+    def transform_observation_spec(self, observation_spec: TensorSpec) -> TensorSpec:
+        return observation_spec
+
+    def transform_reward_spec(self, reward_spec: TensorSpec) -> TensorSpec:
+        return reward_spec
+
+    def transform_done_spec(self, done_spec: TensorSpec) -> TensorSpec:
+        return done_spec
+
+    def transform_action_spec(self, action_spec: TensorSpec) -> TensorSpec:
+        return action_spec
+
+    def transform_state_spec(self, state_spec: TensorSpec) -> TensorSpec:
+        return state_spec
+
+    def transform_env_device(self, device: torch.device | None) -> torch.device | None:
+        """Maps the base env's device to the transformed env's device."""
+        return device
+
+    def transform_env_batch_size(self, batch_size: torch.Size) -> torch.Size:
+        """Maps the base env's batch size to the transformed env's batch size."""
+        return batch_size
+
+    # ---------------------------------------------- spec helpers for subclasses
+    def _map_specs(
+        self, spec: Composite, fn: Callable[[TensorSpec], TensorSpec], pairs=None
+    ) -> Composite:
+        """Writes ``fn(spec[in_key])`` at ``out_key`` for every forward key pair present."""
+        keys = set(spec.keys(True, True))
+        for in_key, out_key in self._key_pairs if pairs is None else pairs:
+            if in_key in keys:
+                spec[out_key] = fn(spec[in_key].clone())
+        return spec
+
+    def _map_inv_specs(
+        self, spec: Composite, fn: Callable[[TensorSpec], TensorSpec] | None = None
+    ) -> Composite:
+        """Exposes the outer (``out_keys_inv``) specs of an action or state spec.
+
+        For every pair whose inner key is in ``spec``, the spec seen by the policy,
+        ``fn(inner_spec)``, is written under the outer key and the inner key is removed when the
+        names differ (the policy then writes the outer entry, the inverse transform the inner).
+        """
+        keys = set(spec.keys(True, True))
+        for in_key, out_key in self._key_pairs_inv:
+            if in_key in keys:
+                inner = spec[in_key].clone()
+                if in_key != out_key:
+                    del spec[in_key]
+                spec[out_key] = inner if fn is None else fn(inner)
+        return spec
+
+    # ------------------------------------------------- container and parent
+    def set_container(self, container: Transform | Any) -> None:
+        """Registers the object (a :class:`Compose` or an env) that holds this transform.
+
+        Raises:
+            AttributeError: if the transform already belongs to another env: a transform has one
+                parent at most; use :meth:`clone` to reuse it elsewhere.
+        """
+        current = self._container_ref()
+        if current is not None and current is not container and self.container is not None:
+            raise AttributeError(
+                f"{type(self).__name__} already has a parent env ({type(self.container).__name__}); "
+                "a transform can belong to one env only. Call `transform.clone()` to get a copy "
+                "with no parent that shares its buffers."
+            )
+        self.__dict__["_container"] = weakref.ref(container) if container is not None else None
+        self.__dict__["_parent"] = None
+
+    def _container_ref(self) -> Any:
+        ref = self.__dict__.get("_container")
+        return ref() if ref is not None else None
+
+    def reset_parent(self) -> None:
+        """Forgets the container and the cached parent."""
+        self.__dict__["_container"] = None
+        self.__dict__["_parent"] = None
+
+    @property
+    def container(self) -> Any:
+        """The env holding this transform (through any :class:`Compose`), or ``None``."""
+        container = self._container_ref()
+        while isinstance(container, Transform):
+            container = container._container_ref()
+        return container
+
+    @property
+    def parent(self) -> TransformedEnv | None:
+        """A :class:`TransformedEnv` of the base env and all transforms before this one.
+
+        Built once and cached; the transforms it holds are clones (they share buffers).
+        ``None`` when the transform is not in an env.
+        """
+        parent = self.__dict__.get("_parent")
+        if parent is not None:
+            return parent
+        env = self.container
+        if env is None:
+            return None
+        from torchenv.transforms._transformed_env import TransformedEnv
+
+        before: list[Transform] = []
+        child: Transform = self
+        holder = self._container_ref()
+        while isinstance(holder, Transform):  # a Compose
+            ahead = []
+            for t in holder.transforms:
+                if t is child:
+                    break
+                ahead.append(t.clone())
+            before[:0] = ahead
+            child, holder = holder, holder._container_ref()
+        parent = TransformedEnv(env.base_env, before, auto_unwrap=False)
+        self.__dict__["_parent"] = parent
+        return parent
+
+    def empty_cache(self) -> None:
+        """Drops the cached parent (called when the transform chain changes)."""
+        self.__dict__["_parent"] = None
+
+    def clone(self) -> Transform:
+        """Returns a copy with no parent that shares parameters and buffers with this one."""
+        new = copy.copy(self)
+        new.__dict__["_parameters"] = dict(self._parameters)
+        new.__dict__["_buffers"] = dict(self._buffers)
+        new.__dict__["_modules"] = dict(self._modules)
+        new.__dict__["_non_persistent_buffers_set"] = set(self._non_persistent_buffers_set)
+        new.__dict__["_container"] = None
+        new.__dict__["_parent"] = None
+        return new
+
+    def to(self, *args: Any, **kwargs: Any) -> Transform:
+        self.empty_cache()
+        return super().to(*args, **kwargs)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_container"] = None
+        state["_parent"] = None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(in_keys={self.in_keys}, out_keys={self.out_keys})"
+
+
+class ObservationTransform(Transform):
+    """A transform of observations; ``in_keys`` default to ``["observation", "pixels"]``."""
+
+    def __init__(
+        self,
+        in_keys: Sequence[NestedKey] | NestedKey | None = None,
+        out_keys: Sequence[NestedKey] | NestedKey | None = None,
+        in_keys_inv: Sequence[NestedKey] | NestedKey | None = None,
+        out_keys_inv: Sequence[NestedKey] | NestedKey | None = None,
+    ) -> None:
+        if in_keys is None:
+            in_keys = ["observation", "pixels"]
+        super().__init__(in_keys, out_keys, in_keys_inv, out_keys_inv)
+
+    def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
+        return self._call_tolerant(tensordict_reset)
+
+    def transform_observation_spec(self, observation_spec: TensorSpec) -> TensorSpec:
+        return self._map_specs(observation_spec, self._transform_leaf_spec)
+
+    def _transform_leaf_spec(self, spec: TensorSpec) -> TensorSpec:
+        """Maps the spec of one observation entry; identity by default."""
+        return spec

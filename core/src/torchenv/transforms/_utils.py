@@ -1,0 +1,36 @@
+"""Small helpers shared by the transform families."""
+
+from __future__ import annotations
+
+import torch
+from tensordict.utils import NestedKey
+
+__all__ = ["mask_like", "replace_last", "reset_key_for"]
+
+
+def replace_last(key: NestedKey, name: str) -> NestedKey:
+    """``("agents", "reward"), "episode_reward"`` -> ``("agents", "episode_reward")``."""
+    if isinstance(key, str):
+        return name
+    return (*key[:-1], name)
+
+
+def reset_key_for(key: NestedKey) -> NestedKey:
+    """The ``"_reset"`` key at the nesting level of ``key``."""
+    return replace_last(key, "_reset")
+
+
+def mask_like(mask: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
+    """Broadcasts a reset or done mask (``[*batch, 1]`` or ``[*batch]``) over ``value``.
+
+    The mask's trailing singleton dims are dropped; what is left must match the leading dims
+    of ``value``.
+    """
+    while mask.ndim and mask.shape[-1] == 1 and mask.ndim > 0:
+        mask = mask.squeeze(-1)
+    if mask.ndim > value.ndim:
+        raise ValueError(
+            f"cannot broadcast a mask of shape {tuple(mask.shape)} over a value of shape "
+            f"{tuple(value.shape)}"
+        )
+    return mask.reshape(mask.shape + (1,) * (value.ndim - mask.ndim)).expand_as(value)

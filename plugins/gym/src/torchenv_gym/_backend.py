@@ -1,0 +1,147 @@
+"""Which gym library is in use: ``set_gym_backend`` and ``gym_backend``.
+
+gym and gymnasium may be installed side by side. Every function of this plugin that touches the
+simulator asks :func:`gym_backend` for the module to use; :class:`set_gym_backend` changes it for a
+block, a function, or (with :meth:`set_gym_backend.set`) for good.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+from types import ModuleType
+
+from packaging.version import Version
+
+from torchenv.versions import implement_for
+
+__all__ = ["gym_backend", "set_gym_backend", "backend_version", "check_supported"]
+
+# Ranges this plugin supports, per library: [low, high).
+SUPPORTED: dict[str, tuple[str, str | None]] = {
+    "gymnasium": ("0.29", None),
+    "gym": ("0.23", "0.27"),
+}
+_INSTALL = {
+    "gymnasium": 'pip install "torchenv[gym]" gymnasium',
+    "gym": 'pip install "torchenv[gym]" "gym>=0.23,<0.27"',
+}
+
+_current: ModuleType | None = None
+
+
+def _import(name: str) -> ModuleType:
+    if name not in SUPPORTED:
+        raise ValueError(f"Unknown gym backend {name!r}: expected one of {sorted(SUPPORTED)}.")
+    try:
+        module = importlib.import_module(name)
+    except ImportError as err:
+        raise ImportError(
+            f"The gym backend {name!r} is not installed. Install it with: {_INSTALL[name]}"
+        ) from err
+    check_supported(module)
+    return module
+
+
+def backend_version(module: ModuleType) -> Version:
+    """The installed version of a gym-like module (``gym`` or ``gymnasium``)."""
+    return Version(module.__version__)
+
+
+def check_supported(module: ModuleType) -> None:
+    """Raise an ``ImportError`` naming the supported range if ``module``'s version is unsupported.
+
+    >>> import gymnasium
+    >>> check_supported(gymnasium)
+    """
+    name = module.__name__.split(".")[0]
+    low, high = SUPPORTED[name]
+    version = backend_version(module)
+    if version < Version(low) or (high is not None and version >= Version(high)):
+        span = f">={low}" + (f",<{high}" if high else "")
+        raise ImportError(
+            f"{name} {version} is not supported by torchenv-gym (supported: {name}{span}). "
+            f"Install a supported version: {_INSTALL[name]}"
+        )
+
+
+def _default() -> ModuleType:
+    errors = []
+    for name in ("gymnasium", "gym"):
+        try:
+            return _import(name)
+        except ImportError as err:
+            errors.append(str(err))
+    raise ImportError("No gym backend could be imported:\n  " + "\n  ".join(errors))
+
+
+def gym_backend(submodule: str | None = None) -> ModuleType:
+    """Return the gym module in use (``gymnasium`` by default), or one of its submodules.
+
+    Args:
+        submodule: a dotted submodule name such as ``"wrappers"`` or ``"spaces"``.
+
+    >>> with set_gym_backend("gymnasium"):
+    ...     gym_backend("spaces").__name__
+    'gymnasium.spaces'
+    """
+    global _current
+    if _current is None:
+        _current = _default()
+    if submodule is None:
+        return _current
+    return importlib.import_module(f"{_current.__name__}.{submodule}")
+
+
+class set_gym_backend(contextlib.ContextDecorator):
+    """Choose the gym library: a context manager, a decorator, or (``.set()``) for good.
+
+    Args:
+        backend: ``"gym"``, ``"gymnasium"`` or the module itself.
+
+    >>> import gymnasium
+    >>> with set_gym_backend(gymnasium):
+    ...     gym_backend() is gymnasium
+    True
+    >>> @set_gym_backend("gymnasium")
+    ... def lib_name():
+    ...     return gym_backend().__name__
+    >>> lib_name()
+    'gymnasium'
+    """
+
+    def __init__(self, backend: str | ModuleType) -> None:
+        self._backend = backend
+        self._previous: list[tuple[ModuleType | None, object]] = []
+
+    @property
+    def backend(self) -> ModuleType:
+        """The module this object selects (imported on first use)."""
+        if isinstance(self._backend, str):
+            self._backend = _import(self._backend)
+        else:
+            check_supported(self._backend)
+        return self._backend
+
+    def set(self) -> None:
+        """Select the backend for the rest of the process."""
+        global _current
+        _current = self.backend
+        implement_for.prefer(_current.__name__)
+
+    def __enter__(self) -> set_gym_backend:
+        global _current
+        backend = self.backend
+        # implement_for-decorated code (ours and the user's) follows the chosen library too.
+        self._previous.append((_current, implement_for.prefer(backend.__name__)))
+        _current = backend
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        global _current
+        _current, preference = self._previous.pop()
+        preference.__exit__(*exc)
+
+    def __repr__(self) -> str:
+        name = self._backend if isinstance(self._backend, str) else self._backend.__name__
+        return f"set_gym_backend({name!r})"

@@ -1,0 +1,156 @@
+"""Move values between gym and torch: observation readers and action writers, built once per env.
+
+A *reader* turns what the simulator returns for a space into a tensor (or a nested dict of tensors)
+matching the space's spec; a *writer* turns an action tensor into what ``env.step`` expects. Both are
+closures chosen at construction, so the per-step path runs no dispatch and no validation. Arrays
+become tensors with ``torch.from_numpy`` (no copy).
+
+``batch`` is the shape of the leading dims added by a vector env (``()`` for a single env).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from tensordict import NonTensorData, TensorDict, TensorDictBase
+
+from torchenv.specs import Composite, TensorSpec
+
+__all__ = ["make_reader", "make_writer"]
+
+Reader = Callable[[Any], Any]
+Writer = Callable[[Any], Any]
+
+
+def _kind(space: Any) -> str:
+    for klass in type(space).__mro__:
+        if klass.__name__ in _KINDS:
+            return klass.__name__
+    return ""
+
+
+_KINDS = {"Box", "Discrete", "MultiDiscrete", "MultiBinary", "Dict", "Tuple"}
+
+
+def _start(space: Any) -> Any:
+    start = getattr(space, "start", 0)
+    return start if np.any(start) else 0
+
+
+# ---------------------------------------------------------------------------------------- readers
+def make_reader(space: Any, spec: TensorSpec, batch: tuple[int, ...] = ()) -> Reader:
+    """Build ``read(value) -> tensor | dict`` for values of ``space`` converted to ``spec``."""
+    kind = _kind(space)
+    if kind == "Box":
+        np_dtype = np.dtype(space.dtype)
+        if tuple(space.shape) == ():
+            shape = (*batch, 1)
+            return lambda v: torch.from_numpy(np.asarray(v, dtype=np_dtype).reshape(shape))
+        return lambda v: torch.from_numpy(np.asarray(v, dtype=np_dtype))
+    if kind in ("Discrete", "MultiDiscrete"):
+        start = _start(space)
+        dtype = spec.dtype
+        if type(spec).__name__ == "OneHot":
+            n = spec.shape[-1]
+            return lambda v: F.one_hot(torch.as_tensor(np.asarray(v) - start), n).to(dtype)
+        if type(spec).__name__ == "MultiOneHot":
+            nvec = [int(n) for n in np.asarray(space.nvec)]
+
+            def read_multi_one_hot(v: Any) -> torch.Tensor:
+                t = torch.as_tensor(np.asarray(v) - start)
+                parts = [F.one_hot(t[..., i], n) for i, n in enumerate(nvec)]
+                return torch.cat(parts, -1).to(dtype)
+
+            return read_multi_one_hot
+        return lambda v: torch.as_tensor(np.asarray(v) - start, dtype=dtype)
+    if kind == "MultiBinary":
+        np_dtype = np.dtype(space.dtype)
+        return lambda v: torch.from_numpy(np.asarray(v, dtype=np_dtype))
+    if kind == "Dict" and isinstance(spec, Composite):
+        readers = {}
+        for key, sub in space.spaces.items():
+            name = key if key in spec else "observation"
+            readers[key] = (name, make_reader(sub, spec[name], batch))
+        return lambda v: {name: read(v[key]) for key, (name, read) in readers.items()}
+    if kind == "Tuple":
+        return _tuple_reader(space, spec, batch)
+    if type(spec).__name__ == "NonTensor":
+        return lambda v: NonTensorData(v, batch_size=batch)
+    encode = getattr(spec, "encode", None)
+    if encode is None:
+        raise TypeError(f"Cannot read values of {space!r} into {type(spec).__name__}.")
+    return encode
+
+
+def _tuple_reader(space: Any, spec: TensorSpec, batch: tuple[int, ...]) -> Reader:
+    subs = list(space.spaces)
+    if isinstance(spec, Composite):
+        readers = [(str(i), make_reader(s, spec[str(i)], batch)) for i, s in enumerate(subs)]
+        return lambda v: {key: read(v[i]) for i, (key, read) in enumerate(readers)}
+    # stacked: element i of the tuple is row i (after the batch dims)
+    element_spec = spec[(slice(None),) * len(batch) + (0,)] if batch else spec[0]
+    read_one = make_reader(subs[0], element_spec, batch)
+    dim = len(batch)
+    return lambda v: torch.stack([read_one(x) for x in v], dim)
+
+
+# ---------------------------------------------------------------------------------------- writers
+def make_writer(space: Any, spec: TensorSpec, batch: tuple[int, ...] = ()) -> Writer:
+    """Build ``write(action_tensor) -> value`` that ``env.step`` accepts for ``space``."""
+    kind = _kind(space)
+    if kind == "Box":
+        np_dtype = np.dtype(space.dtype)
+        shape = (*batch, *space.shape)
+        return lambda a: np.asarray(a.detach().cpu().numpy(), dtype=np_dtype).reshape(shape)
+    if kind == "Discrete":
+        start = _start(space)
+        if type(spec).__name__ == "OneHot":
+            if batch:
+                return lambda a: a.detach().cpu().argmax(-1).numpy() + start
+            return lambda a: int(a.argmax()) + start
+        if batch:
+            return lambda a: a.detach().cpu().numpy().reshape(batch) + start
+        return lambda a: int(a) + start
+    if kind == "MultiDiscrete":
+        start = _start(space)
+        np_dtype = np.dtype(space.dtype)
+        name = type(spec).__name__
+        if name == "OneHot":
+            return lambda a: a.detach().cpu().argmax(-1).numpy().astype(np_dtype) + start
+        if name == "MultiOneHot":
+            sizes = [int(n) for n in np.asarray(space.nvec)]
+
+            def write_multi_one_hot(a: torch.Tensor) -> np.ndarray:
+                parts = a.detach().cpu().split(sizes, -1)
+                return np.stack([p.argmax(-1).numpy() for p in parts], -1).astype(np_dtype) + start
+
+            return write_multi_one_hot
+        return lambda a: a.detach().cpu().numpy().astype(np_dtype) + start
+    if kind == "MultiBinary":
+        np_dtype = np.dtype(space.dtype)
+        return lambda a: a.detach().cpu().numpy().astype(np_dtype)
+    if kind == "Dict" and isinstance(spec, Composite):
+        writers = {k: make_writer(s, spec[k], batch) for k, s in space.spaces.items()}
+        return lambda a: {k: w(a.get(k)) for k, w in writers.items()}
+    if kind == "Tuple":
+        subs = list(space.spaces)
+        if isinstance(spec, Composite):
+            writers = [make_writer(s, spec[str(i)], batch) for i, s in enumerate(subs)]
+            return lambda a: tuple(w(a.get(str(i))) for i, w in enumerate(writers))
+        dim = len(batch)
+        element_spec = spec[(slice(None),) * dim + (0,)] if batch else spec[0]
+        write_one = make_writer(subs[0], element_spec, batch)
+        return lambda a: tuple(write_one(x) for x in a.unbind(dim))
+    to_numpy = getattr(spec, "to_numpy", None)
+    if to_numpy is None:
+        raise TypeError(f"Cannot write actions of {type(spec).__name__} to {space!r}.")
+    return to_numpy
+
+
+def to_tensordict(values: dict, batch_size: torch.Size, device: Any) -> TensorDictBase:
+    """Build a TensorDict from a (nested) dict of tensors without validating it."""
+    return TensorDict(values, batch_size=batch_size, device=device)

@@ -1,0 +1,161 @@
+"""gymnasium vector envs as natively batched torchenv envs (``batch_size=[num_envs]``).
+
+torchenv's contract is that a step returns the true next observation, and that the caller resets
+finished envs with a ``"_reset"`` mask. gymnasium vector envs reset finished envs themselves, with
+a convention that depends on the version and the env:
+
+* **disabled** (gymnasium >= 1.1, the default for ``"sync"``/``"async"`` here): nothing is reset
+  automatically; a partial reset is ``env.reset(options={"reset_mask": mask})``. Exact.
+* **same-step** (gymnasium 0.29, or envs that declare it): the step that ends an episode already
+  returns the first observation of the next one, and the last one in ``info["final_obs"]``
+  (``"final_observation"`` before 1.0). The adapter swaps the last observation back in and keeps the
+  new one for the partial reset that follows. Exact.
+* **next-step** (gymnasium 1.0, and vector-entry-point envs such as CartPole's): the step *after*
+  the end resets the env, ignoring its action, and returns the first observation with reward 0 and
+  done False. Nothing earlier gives that observation, so a partial reset returns the last
+  observation for those envs and the next step carries gymnasium's reset transition (reward 0).
+  A full reset is exact.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+from tensordict import TensorDictBase
+
+from torchenv_gym._versions import (
+    AUTORESET_DISABLED,
+    AUTORESET_NEXT_STEP,
+    AUTORESET_SAME_STEP,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from torchenv_gym._env import GymWrapper
+
+__all__ = ["VectorAdapter", "is_vector_env"]
+
+
+def is_vector_env(env: Any) -> bool:
+    """Whether ``env`` is a gym/gymnasium vector env (it has ``num_envs`` and single spaces)."""
+    return hasattr(env, "num_envs") and hasattr(env, "single_action_space")
+
+
+def _where(mask: np.ndarray, new: Any, old: Any) -> Any:
+    """Per-env choice between two batched observations (arrays or dicts of arrays)."""
+    if isinstance(new, dict):
+        return {k: _where(mask, new[k], old[k]) for k in new}
+    if isinstance(new, tuple):
+        return tuple(_where(mask, n, o) for n, o in zip(new, old))
+    m = mask.reshape(mask.shape + (1,) * (np.ndim(new) - 1))
+    return np.where(m, new, old)
+
+
+def _put_final(obs: Any, final: Any, index: np.ndarray) -> Any:
+    """Copy of ``obs`` with the rows ``index`` replaced by the per-env ``final`` observations."""
+    if isinstance(obs, dict):
+        return {
+            k: _put_final(obs[k], [f[k] if f is not None else None for f in final], index)
+            for k in obs
+        }
+    if isinstance(obs, tuple):
+        return tuple(
+            _put_final(o, [f[j] if f is not None else None for f in final], index)
+            for j, o in enumerate(obs)
+        )
+    out = np.array(obs, copy=True)
+    for i in index:
+        out[i] = final[i]
+    return out
+
+
+class VectorAdapter:
+    """The reset and step of a :class:`~torchenv_gym.GymWrapper` around a vector env."""
+
+    def __init__(self, wrapper: GymWrapper) -> None:
+        self.wrapper = wrapper
+        self.env = wrapper._env
+        self.api = wrapper._api
+        self.num_envs = int(self.env.num_envs)
+        self.mode = self.api.autoreset_mode(self.env)
+        self.final_key = self.api.final_obs_key
+        self.last_obs: Any = None  # raw observations last returned
+        self.next_obs: Any = None  # same-step: first observations of the episodes that ended
+        self.ended = np.zeros(self.num_envs, dtype=bool)
+        shape = (self.num_envs, 1)
+        self._shape = shape
+
+    # ------------------------------------------------------------------ reset
+    def reset(self, tensordict: TensorDictBase | None, kwargs: dict) -> TensorDictBase:
+        w = self.wrapper
+        mask = None
+        if tensordict is not None:
+            reset = tensordict.get("_reset", None)
+            if reset is not None:
+                mask = reset.reshape(self.num_envs).cpu().numpy()
+                if mask.all() or self.last_obs is None:
+                    mask = None
+        seed = kwargs.pop("seed", None)
+        if seed is None:
+            seed, w._next_seed = w._next_seed, None
+        options = kwargs.pop("options", None)
+        info: Any = {}
+        if mask is None:
+            obs, info = w._api.reset_env(self.env, seed, options)
+            self.ended[:] = False
+            self.next_obs = None
+        elif not mask.any():
+            obs = self.last_obs
+        elif self.mode == AUTORESET_DISABLED:
+            options = dict(options or {}) | {"reset_mask": mask}
+            obs, info = w._api.reset_env(self.env, seed, options)
+            self.ended &= ~mask
+        elif self.mode == AUTORESET_SAME_STEP:
+            obs = _where(mask & self.ended, self.next_obs, self.last_obs)
+            self.ended &= ~mask
+        else:  # next step: gymnasium resets those envs during the next step
+            obs = self.last_obs
+        self.last_obs = obs
+        out = w._read_obs(obs)
+        n = self._shape
+        out["done"] = torch.zeros(n, dtype=torch.bool)
+        out["terminated"] = torch.zeros(n, dtype=torch.bool)
+        out["truncated"] = torch.zeros(n, dtype=torch.bool)
+        td = w._make_td(out)
+        if w.info_dict_reader:
+            td = w._read_info(info or {}, td)
+        return td
+
+    # ------------------------------------------------------------------ step
+    def step(self, tensordict: TensorDictBase) -> TensorDictBase:
+        w = self.wrapper
+        if w._action_is_td:
+            action = w._write_action(tensordict)
+        else:
+            action = w._write_action(tensordict.get(w._action_key))
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        terminated = np.asarray(terminated, dtype=bool)
+        truncated = np.asarray(truncated, dtype=bool)
+        done = terminated | truncated
+        if self.mode == AUTORESET_SAME_STEP:
+            final = info.get(self.final_key) if info else None
+            if final is not None:
+                index = np.flatnonzero(info.get("_" + self.final_key, done))
+                self.next_obs = obs
+                obs = _put_final(obs, final, index)
+        self.ended = done
+        self.last_obs = obs
+        out = w._read_obs(obs)
+        n = self._shape
+        out["reward"] = torch.from_numpy(np.asarray(reward, dtype=np.float32).reshape(n))
+        out["done"] = torch.from_numpy(done.reshape(n))
+        out["terminated"] = torch.from_numpy(terminated.reshape(n))
+        out["truncated"] = torch.from_numpy(truncated.reshape(n))
+        td = w._make_td(out)
+        if w.info_dict_reader:
+            td = w._read_info(info, td)
+        return td
+
+
+__all__ += ["AUTORESET_DISABLED", "AUTORESET_NEXT_STEP", "AUTORESET_SAME_STEP"]

@@ -16,7 +16,7 @@ import timeit
 import warnings
 from collections.abc import Callable
 
-BUDGET_S = 0.25  # time spent per measurement
+BUDGET_S = 0.1  # time spent per measurement
 
 
 def _build(impl: str) -> dict[str, Callable[[], object]]:
@@ -77,7 +77,9 @@ def run(impl: str) -> dict[str, float]:
 def _torchrl_results() -> dict[str, float] | None:
     python = os.environ.get("TORCHENV_BENCH_TORCHRL_PYTHON")
     if not python or not os.path.exists(python):
-        print("TorchRL side skipped: set TORCHENV_BENCH_TORCHRL_PYTHON to a python with torchrl installed.")
+        print(
+            "TorchRL side skipped: set TORCHENV_BENCH_TORCHRL_PYTHON to a python with torchrl installed."
+        )
         return None
     proc = subprocess.run(
         [python, os.path.abspath(__file__), "--impl", "torchrl", "--json"],

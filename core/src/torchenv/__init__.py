@@ -60,7 +60,63 @@ _EXPORTS: dict[str, str] = {
     # transforms
     **{
         name: "torchenv.transforms"
-        for name in ("Transform", "TransformedEnv", "Compose")
+        for name in (
+            "ActionDiscretizer",
+            "ActionMask",
+            "AutoResetEnv",
+            "AutoResetTransform",
+            "BatchSizeTransform",
+            "BinarizeReward",
+            "CatFrames",
+            "CatTensors",
+            "CenterCrop",
+            "ClipTransform",
+            "Compose",
+            "ConditionalSkip",
+            "Crop",
+            "DTypeCastTransform",
+            "DeviceCastTransform",
+            "DiscreteActionProjection",
+            "DoubleToFloat",
+            "EndOfLifeTransform",
+            "ExcludeTransform",
+            "FiniteTensorDictCheck",
+            "FlattenObservation",
+            "FrameSkipTransform",
+            "GrayScale",
+            "Hash",
+            "InitTracker",
+            "LineariseRewards",
+            "MultiAction",
+            "NoopResetEnv",
+            "ObservationNorm",
+            "ObservationTransform",
+            "PermuteTransform",
+            "RemoveEmptySpecs",
+            "RenameTransform",
+            "Resize",
+            "Reward2GoTransform",
+            "RewardClipping",
+            "RewardScaling",
+            "RewardSum",
+            "SelectTransform",
+            "SignTransform",
+            "SqueezeTransform",
+            "Stack",
+            "StepCounter",
+            "TargetReturn",
+            "TensorDictPrimer",
+            "TimeMaxPool",
+            "Timer",
+            "ToTensorImage",
+            "TrajCounter",
+            "Transform",
+            "TransformedEnv",
+            "UnaryTransform",
+            "UnsqueezeTransform",
+            "VecNorm",
+            "gSDENoise",
+        )
     },
     # batched
     **{name: "torchenv.batched" for name in ("SerialEnv", "ParallelEnv", "EnvCreator")},
@@ -69,7 +125,15 @@ _EXPORTS: dict[str, str] = {
     # registry
     **{
         name: "torchenv.registry"
-        for name in ("make", "backends", "list_envs", "BackendInfo", "hookimpl", "hookspec")
+        for name in (
+            "make",
+            "backends",
+            "list_envs",
+            "Backend",
+            "BackendInfo",
+            "hookimpl",
+            "hookspec",
+        )
     },
 }
 

@@ -176,3 +176,19 @@ def test_state_setter_validates_shape():
 def test_invalid_max_episode_steps():
     with pytest.raises(ValueError, match="max_episode_steps"):
         CartPoleEnv(max_episode_steps=0)
+
+
+def test_partial_step_leaves_unmasked_sub_envs_untouched():
+    env = CartPoleEnv(batch_size=[3], max_episode_steps=2, seed=0)
+    td = env.reset()
+    before = env.state.clone()
+    td["action"] = torch.tensor([1, 1, 1])
+    td["_step"] = torch.tensor([True, False, True])
+    nxt = env.step(td)["next"]
+    assert torch.equal(env.state[1], before[1])
+    assert not torch.equal(env.state[0], before[0])
+    assert torch.equal(nxt["observation"][1], td["observation"][1])
+    assert nxt["reward"].squeeze(-1).tolist() == [1.0, 0.0, 1.0]
+    # the skipped sub-env did not count the step: it is truncated one step after the others
+    nxt = env.step(nxt.exclude("reward").set("action", torch.tensor([1, 1, 1])))["next"]
+    assert nxt["truncated"].squeeze(-1).tolist() == [True, False, True]

@@ -108,7 +108,6 @@ def test_rand_action_plays_legal_moves_only():
 
 def test_batched_games_keep_mask_consistent_with_board():
     env = TicTacToeEnv()
-    torch.manual_seed(0)
     rollout = env.rollout(
         9, tensordict=env.reset(TensorDict(batch_size=[32])), break_when_any_done=False
     )
@@ -130,10 +129,11 @@ def test_single_player_is_reproducible_with_seed_and_ends_games():
     boards = []
     for _ in range(2):
         env = TicTacToeEnv(single_player=True, seed=11)
-        torch.manual_seed(0)
-        data = env.rollout(
-            5, tensordict=env.reset(TensorDict(batch_size=[50])), break_when_any_done=False
-        )
+        with torch.random.fork_rng():
+            torch.manual_seed(0)  # the agent's random moves
+            data = env.rollout(
+                5, tensordict=env.reset(TensorDict(batch_size=[50])), break_when_any_done=False
+            )
         boards.append(data["next", "board"])
         assert data["next", "done"].any(1).all()  # five agent moves always end a game
         assert (data["next", "player1", "reward"].sum() > 0) and (

@@ -16,7 +16,7 @@ import pytest
 
 from torchenv.registry import reset_plugins
 
-PLUGIN_TEMPLATE = '''\
+PLUGIN_TEMPLATE = """\
 import pluggy
 
 from torchenv.registry import Backend
@@ -56,7 +56,7 @@ def torchenv_make_env(backend, env_id, kwargs):
     if SIMULATOR_MODULE:
         __import__(SIMULATOR_MODULE)
     return FakeEnv(env_id, kwargs)
-'''
+"""
 
 
 class FakeSite:
@@ -120,7 +120,9 @@ class FakeSite:
             aliases=tuple(aliases),
             extras=tuple(extras),
         )
-        self.dist(dist, version, entry_points={entry_point or backend: module}, modules={module: source})
+        self.dist(
+            dist, version, entry_points={entry_point or backend: module}, modules={module: source}
+        )
         return module
 
     def simulator(self, name: str, version: str, module: str | None = None) -> None:

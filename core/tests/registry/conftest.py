@@ -13,7 +13,9 @@ import pytest
 def _load_fakedist():
     name = "torchenv_tests_fakedist"
     if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("_fakedist.py"))
+        spec = importlib.util.spec_from_file_location(
+            name, Path(__file__).with_name("_fakedist.py")
+        )
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
         spec.loader.exec_module(module)

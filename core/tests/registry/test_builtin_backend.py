@@ -25,8 +25,12 @@ def test_builtin_lists_its_envs():
 
 @pytest.mark.parametrize(
     ("name", "cls"),
-    [("builtin:Pendulum", "PendulumEnv"), ("builtin:CartPole", "CartPoleEnv"),
-     ("builtin:TicTacToe", "TicTacToeEnv"), ("Pendulum", "PendulumEnv")],
+    [
+        ("builtin:Pendulum", "PendulumEnv"),
+        ("builtin:CartPole", "CartPoleEnv"),
+        ("builtin:TicTacToe", "TicTacToeEnv"),
+        ("Pendulum", "PendulumEnv"),
+    ],
 )
 def test_builtin_make(name, cls):
     env = torchenv.make(name)

@@ -18,12 +18,21 @@ def _info(name):
 
 def test_plugin_is_discovered_with_its_versions(site):
     site.simulator("tev-sim-ok", "1.2.0")
-    site.plugin("tevok", dist="torchenv-tevok", version="0.3.1", simulator="tev-sim-ok",
-                supported=">=1.0,<2")
+    site.plugin(
+        "tevok",
+        dist="torchenv-tevok",
+        version="0.3.1",
+        simulator="tev-sim-ok",
+        supported=">=1.0,<2",
+    )
     info = _info("tevok")
     assert info.status == "ok" and info.ok
     assert (info.distribution, info.distribution_version) == ("torchenv-tevok", "0.3.1")
-    assert (info.simulator, info.simulator_version, info.supported) == ("tev-sim-ok", "1.2.0", ">=1.0,<2")
+    assert (info.simulator, info.simulator_version, info.supported) == (
+        "tev-sim-ok",
+        "1.2.0",
+        ">=1.0,<2",
+    )
     assert info.plugin == "tevok"
     record = next(p for p in registry.plugins() if p.name == "tevok")
     assert record.loaded and [b.name for b in record.backends] == ["tevok"]
@@ -39,8 +48,12 @@ def test_simulator_is_imported_only_when_listing_or_making(site):
 
 
 def test_broken_plugin_is_reported_and_does_not_break_others(site):
-    site.dist("torchenv-broken", "0.0.1", entry_points={"tevbroken": "tev_broken_hooks"},
-              modules={"tev_broken_hooks": "raise RuntimeError('kaboom at import')\n"})
+    site.dist(
+        "torchenv-broken",
+        "0.0.1",
+        entry_points={"tevbroken": "tev_broken_hooks"},
+        modules={"tev_broken_hooks": "raise RuntimeError('kaboom at import')\n"},
+    )
     site.plugin("tevfine")
     broken = _info("tevbroken")
     assert broken.status == "failed to load"
@@ -73,8 +86,12 @@ def test_plugin_failing_to_declare_backends_is_reported(site, body, reason):
         "import pluggy\nhookimpl = pluggy.HookimplMarker('torchenv')\n"
         "@hookimpl\ndef torchenv_backends():\n" + body
     )
-    site.dist("torchenv-baddecl", "1.0", entry_points={"tevbaddecl": "tev_baddecl"},
-              modules={"tev_baddecl": source})
+    site.dist(
+        "torchenv-baddecl",
+        "1.0",
+        entry_points={"tevbaddecl": "tev_baddecl"},
+        modules={"tev_baddecl": source},
+    )
     site.plugin("tevgood")
     info = _info("tevbaddecl")
     assert info.status == "failed to load" and reason in info.reason
@@ -87,8 +104,9 @@ def test_plugin_with_unknown_hook_is_rejected(site):
         "import pluggy\nhookimpl = pluggy.HookimplMarker('torchenv')\n"
         "@hookimpl\ndef torchenv_not_a_hook():\n    return 1\n"
     )
-    site.dist("torchenv-typo", "1.0", entry_points={"tevtypo": "tev_typo"},
-              modules={"tev_typo": source})
+    site.dist(
+        "torchenv-typo", "1.0", entry_points={"tevtypo": "tev_typo"}, modules={"tev_typo": source}
+    )
     info = _info("tevtypo")
     assert info.status == "failed to load" and "torchenv_not_a_hook" in info.reason
     assert registry.plugin_manager().get_plugin("tevtypo") is None
@@ -109,8 +127,12 @@ def test_disable_plugins_by_entry_point_or_distribution(site, monkeypatch):
 
 
 def test_disabling_a_broken_plugin_silences_it(site, monkeypatch):
-    site.dist("torchenv-noisy", "1.0", entry_points={"tevnoisy": "tev_noisy"},
-              modules={"tev_noisy": "raise ImportError('nope')\n"})
+    site.dist(
+        "torchenv-noisy",
+        "1.0",
+        entry_points={"tevnoisy": "tev_noisy"},
+        modules={"tev_noisy": "raise ImportError('nope')\n"},
+    )
     assert _info("tevnoisy").status == "failed to load"
     monkeypatch.setenv("TORCHENV_DISABLE_PLUGINS", "tevnoisy")
     registry.reset_plugins()

@@ -28,13 +28,17 @@ def torchenv_env_created(env, backend, env_id):
 
 def test_make_passes_kwargs_and_calls_created_hook(site):
     site.plugin("tevmk", envs=("Walker-v2",))
-    site.dist("torchenv-watcher", "1.0", entry_points={"tevwatch": "tev_watch_hooks"},
-              modules={"tev_watch_hooks": CREATED_HOOK})
+    site.dist(
+        "torchenv-watcher",
+        "1.0",
+        entry_points={"tevwatch": "tev_watch_hooks"},
+        modules={"tev_watch_hooks": CREATED_HOOK},
+    )
     env = torchenv.make("tevmk:Walker-v2", num_envs=4, device="cpu")
     assert (env.env_id, env.kwargs) == ("Walker-v2", {"num_envs": 4, "device": "cpu"})
     import tev_watch_hooks
 
-    assert tev_watch_hooks.CALLS == [(env, "tevmk", "Walker-v2")]
+    assert [(env, "tevmk", "Walker-v2")] == tev_watch_hooks.CALLS
 
 
 def test_unknown_backend_suggests_close_matches(site):
@@ -86,8 +90,12 @@ def test_bare_env_id(site):
 
 
 def test_missing_simulator_says_what_to_install(site):
-    site.plugin("tevnosim", simulator="tev-absent-sim", supported=">=2.0",
-                install='pip install "torchenv[tevnosim]"')
+    site.plugin(
+        "tevnosim",
+        simulator="tev-absent-sim",
+        supported=">=2.0",
+        install='pip install "torchenv[tevnosim]"',
+    )
     info = next(b for b in registry.backends() if b.name == "tevnosim")
     assert info.status == "simulator missing" and info.simulator_version is None
     with pytest.raises(BackendUnavailableError) as error:

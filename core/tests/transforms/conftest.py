@@ -12,3 +12,11 @@ if _NAME not in sys.modules:
     _module = importlib.util.module_from_spec(_spec)
     sys.modules[_NAME] = _module
     _spec.loader.exec_module(_module)
+
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture
+def image_env():
+    return sys.modules[_NAME].ImageEnv

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 import torch
-from torchenv_transforms_helpers import CountingEnv
 from tensordict import TensorDict
+from torchenv_transforms_helpers import CountingEnv
 
 from torchenv.envs import check_env_specs
 from torchenv.envs.builtin import CartPoleEnv, PendulumEnv
@@ -97,7 +97,7 @@ def test_missing_key_raises_with_its_name_unless_tolerant():
     with pytest.raises(KeyError, match="observation"):
         t(TensorDict(other=torch.zeros(1)))
     t.set_missing_tolerance(True)
-    assert "observation" not in t(TensorDict(other=torch.zeros(1))).keys()
+    assert "observation" not in t(TensorDict(other=torch.zeros(1)))
 
 
 def test_callable_transform():
@@ -121,7 +121,9 @@ def test_inverse_runs_outermost_first():
 
 def test_specs_are_transformed_innermost_first():
     log = []
-    env = TransformedEnv(CountingEnv(), Compose(SpecRecorder("inner", log), SpecRecorder("outer", log)))
+    env = TransformedEnv(
+        CountingEnv(), Compose(SpecRecorder("inner", log), SpecRecorder("outer", log))
+    )
     env.output_spec  # noqa: B018
     env.input_spec  # noqa: B018
     assert [name for kind, name in log if kind == "output"] == ["inner", "outer"]
@@ -159,23 +161,25 @@ def test_cache_specs_false_recomputes():
 
 def test_append_and_insert_invalidate_the_specs():
     env = TransformedEnv(CountingEnv(), StepCounter())
-    assert "episode_reward" not in env.observation_spec.keys()
+    assert "episode_reward" not in env.observation_spec
     env.append_transform(RewardSum())
-    assert "episode_reward" in env.observation_spec.keys()
+    assert "episode_reward" in env.observation_spec
     env.insert_transform(0, RenameTransform(["observation"], ["obs"]))
-    assert "obs" in env.observation_spec.keys()
-    assert "observation" not in env.observation_spec.keys()
+    assert "obs" in env.observation_spec
+    assert "observation" not in env.observation_spec
     assert isinstance(env.transform[0], RenameTransform)
     check_env_specs(env)
 
 
 def test_out_keys_inv_specs_are_exposed():
     base = CountingEnv()
-    env = TransformedEnv(base, RenameTransform([], [], in_keys_inv=["action"], out_keys_inv=["act"]))
-    assert "act" in env.full_action_spec.keys()
-    assert "action" not in env.full_action_spec.keys()
+    env = TransformedEnv(
+        base, RenameTransform([], [], in_keys_inv=["action"], out_keys_inv=["act"])
+    )
+    assert "act" in env.full_action_spec
+    assert "action" not in env.full_action_spec
     td = env.rand_step()
-    assert "act" in td.keys()
+    assert "act" in td
     assert torch.equal(base.actions[-1], td["act"])
     check_env_specs(env)
 
@@ -244,7 +248,7 @@ def test_parent_is_the_env_up_to_the_transform():
     assert parent.transform[0].scale is t1.scale  # clones share buffers
     assert env.transform[0].parent.transform is not None
     assert len(env.transform[0].parent.transform) == 0
-    assert "step_count" in parent.observation_spec.keys()
+    assert "step_count" in parent.observation_spec
     assert t3.parent is parent  # cached
 
 

@@ -316,7 +316,14 @@ class BatchedEnvBase(EnvBase):
             raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
         self._ensure_started()
         n = self.num_workers
-        values = self._dispatch(W.OP_GETATTR, range(n), [name] * n, reply=True)
+        try:
+            values = self._dispatch(W.OP_GETATTR, range(n), [name] * n, reply=True)
+        except W.WorkerError as err:
+            if err.exc_type == "AttributeError":
+                raise AttributeError(
+                    f"{type(self).__name__} and its sub-environments have no attribute {name!r}"
+                ) from err
+            raise
         if any(isinstance(v, W.CallableMarker) for v in values):
             return _Dispatcher(self, name)
         return values

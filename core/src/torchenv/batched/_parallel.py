@@ -78,6 +78,8 @@ class ParallelEnv(BatchedEnvBase, metaclass=_ParallelMeta):
         self.__dict__["_pool"] = None
         if pool is not None:
             pool.close()
+        for group in (self._groups or {}).values():
+            group.unbind()
 
     @property
     def worker_pids(self) -> list[int]:

@@ -158,6 +158,11 @@ class BufferGroup:
                     offset += size
                 self.rows.append(row)
 
+    def unbind(self) -> None:
+        """Drop the views (so the memory they point at can be freed)."""
+        self.blocks = []
+        self.rows = []
+
     # ----------------------------------------------------------------- parent side
     def snapshot(
         self,

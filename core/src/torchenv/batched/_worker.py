@@ -89,12 +89,16 @@ class WorkerError(RuntimeError):
     Attributes:
         worker_index: index of the sub-environment.
         worker_traceback: the traceback text from the worker (empty when it died).
+        exc_type: name of the exception type raised in the worker (empty when it died).
     """
 
-    def __init__(self, message: str, worker_index: int, worker_traceback: str = "") -> None:
+    def __init__(
+        self, message: str, worker_index: int, worker_traceback: str = "", exc_type: str = ""
+    ) -> None:
         super().__init__(message)
         self.worker_index = worker_index
         self.worker_traceback = worker_traceback
+        self.exc_type = exc_type
 
 
 def describe_exception(err: BaseException) -> tuple[str, str, str]:
@@ -116,6 +120,7 @@ def make_worker_error(index: int, pid: int | None, op: int, info: tuple[str, str
         f"Traceback in {where}:\n{text}",
         index,
         text,
+        name,
     )
 
 

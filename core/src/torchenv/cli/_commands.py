@@ -166,7 +166,7 @@ def cmd_rollout(args: argparse.Namespace) -> int:
             name = ".".join(_nested(key))
             shape = list(getattr(value, "shape", ()))
             dtype = str(getattr(value, "dtype", type(value).__name__)).replace("torch.", "")
-            rows.append([name, f"shape={shape}", dtype])
+            rows.append([name, str(shape), dtype])
         for line in table(["key", "shape", "dtype"], rows, terminal_width() - 2).splitlines():
             _say("  " + line)
         steps = data.batch_size[-1] if data.batch_dims else 0

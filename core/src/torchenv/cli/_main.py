@@ -60,7 +60,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     env_command("info", "make an env and print its specs", _commands.cmd_info)
     env_command("check", "make an env and run check_env_specs", _commands.cmd_check)
-    p = env_command("rollout", "make an env and roll it out with random actions", _commands.cmd_rollout)
+    p = env_command(
+        "rollout", "make an env and roll it out with random actions", _commands.cmd_rollout
+    )
     p.add_argument("--steps", type=int, default=10, help="number of steps (default: 10)")
     return parser
 

@@ -77,18 +77,18 @@ def check_env_specs(
         break_when_any_done=break_when_any_done,
     )
     fake = env.fake_tensordict()
-    n = rollout.batch_size[-1]
-    fake = torch.stack([fake.clone() for _ in range(n)], rollout.batch_dims - 1)
     fake_keys = {k for k in fake.keys(True, True) if not _private(k)}
-    real_keys = {k for k in rollout.keys(True, True) if not _private(k)}
-    if fake_keys != real_keys:
-        raise AssertionError(
-            "The keys of the rollout do not match the specs: "
-            f"in the specs but not in the data: {sorted(map(str, fake_keys - real_keys))}; "
-            f"in the data but not in the specs: {sorted(map(str, real_keys - fake_keys))}."
-        )
-    for key in sorted(real_keys, key=str):
-        _check_entry(env, key, fake.get(key), rollout.get(key), check_dtype)
+    for t, step in enumerate(rollout.unbind(rollout.batch_dims - 1)):
+        real_keys = {k for k in step.keys(True, True) if not _private(k)}
+        if fake_keys != real_keys:
+            raise AssertionError(
+                f"check_env_specs: the keys of rollout step {t} do not match the specs: "
+                f"in the specs but not in the data: {sorted(map(str, fake_keys - real_keys))}; "
+                f"in the data but not in the specs: {sorted(map(str, real_keys - fake_keys))}."
+            )
+        lead = step.batch_size[: step.batch_dims - fake.batch_dims]
+        for key in sorted(real_keys, key=str):
+            _check_entry(env, key, fake.get(key), step.get(key), lead, check_dtype)
 
 
 def _private(key) -> bool:
@@ -96,32 +96,36 @@ def _private(key) -> bool:
     return last.startswith("_")
 
 
-def _check_entry(env, key, expected: torch.Tensor, value, check_dtype: bool) -> None:
+def _check_entry(env, key, expected, value, lead: torch.Size, check_dtype: bool) -> None:
     tkey = (key,) if isinstance(key, str) else key
     found = _spec_for(env, tkey)
     spec = found[1] if found is not None else None
     if not isinstance(value, torch.Tensor):
         return
-    if spec is not None and any(d < 0 for d in spec.shape):
-        shape_ok = value.ndim == expected.ndim
+    shape = torch.Size((*lead, *expected.shape))
+    dynamic = spec is not None and any(d < 0 for d in spec.shape)
+    if dynamic:
+        spec_shape = torch.Size((*lead, *spec.shape))
+        shape_ok = value.ndim == len(spec_shape) and all(
+            e < 0 or e == v for e, v in zip(spec_shape, value.shape)
+        )
     else:
-        shape_ok = value.shape == expected.shape
+        shape_ok = value.shape == shape
     if not shape_ok:
         raise AssertionError(
             f"check_env_specs: entry {key!r} has shape {tuple(value.shape)} but the spec "
-            f"{spec} gives shape {tuple(expected.shape)} (with the rollout dims)."
+            f"gives shape {tuple(shape)}; spec: {spec}."
         )
     if check_dtype and value.dtype != expected.dtype:
         raise AssertionError(
-            f"check_env_specs: entry {key!r} has dtype {value.dtype} but the spec {spec} "
-            f"expects dtype {expected.dtype}."
+            f"check_env_specs: entry {key!r} has dtype {value.dtype} but the spec "
+            f"expects dtype {expected.dtype}; spec: {spec}."
         )
-    if spec is None or any(d < 0 for d in spec.shape):
+    if spec is None or dynamic:
         return
-    flat = value.reshape(-1, *spec.shape)
-    for i, item in enumerate(flat):
+    for i, item in enumerate(value.reshape(-1, *spec.shape)):
         if not bool(spec.is_in(item)):
             raise AssertionError(
                 f"check_env_specs: entry {key!r} is out of its spec at flat index {i}: "
-                f"expected a value in {spec}; got {item}."
+                f"got {item}; expected a value in {spec}."
             )

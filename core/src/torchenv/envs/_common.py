@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import abc
 import hashlib
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 from tensordict import TensorDict, TensorDictBase
@@ -162,7 +163,7 @@ class EnvBase(_EnvSpecs, torch.nn.Module, metaclass=_EnvMeta):
         ):
             seen: dict = {}
             for part in parts:
-                parent = self.output_spec if part in self.output_spec.keys() else self.input_spec
+                parent = self.output_spec if part in self.output_spec else self.input_spec
                 for key in parent[part].keys(True, True):
                     if key in seen:
                         raise RuntimeError(
@@ -269,7 +270,7 @@ class EnvBase(_EnvSpecs, torch.nn.Module, metaclass=_EnvMeta):
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
         """Returns a new tensordict with the next observations, reward and done entries."""
 
-    def _set_seed(self, seed: int | None) -> None:  # noqa: B027 - optional hook
+    def _set_seed(self, seed: int | None) -> None:
         """Seeds the env's own random generator (default: nothing to seed)."""
 
     def forward(self, *args, **kwargs):
@@ -418,18 +419,20 @@ class EnvBase(_EnvSpecs, torch.nn.Module, metaclass=_EnvMeta):
         return tensordict
 
     def _check_observations(self, data: TensorDictBase) -> None:
+        """``run_type_checks``: every observation must be inside its spec."""
         for leaf in self._plan.observations:
             value = _get_nested(data, leaf.key)
-            if isinstance(value, torch.Tensor) and not leaf.dynamic:
-                if value.shape[value.ndim - len(leaf.shape) :] != leaf.shape or not bool(
-                    leaf.spec.is_in(value.reshape(-1, *leaf.shape)[0])
-                    if value.shape != leaf.shape
-                    else leaf.spec.is_in(value)
-                ):
-                    raise ValueError(
-                        f"{type(self).__name__}: the observation {leaf.key!r} does not match "
-                        f"its spec {leaf.spec}; got shape {tuple(value.shape)}, dtype {value.dtype}."
-                    )
+            if not isinstance(value, torch.Tensor) or leaf.dynamic:
+                continue
+            n = len(leaf.shape)
+            ok = value.shape[value.ndim - n :] == leaf.shape and all(
+                bool(leaf.spec.is_in(v)) for v in value.reshape(-1, *leaf.shape)
+            )
+            if not ok:
+                raise ValueError(
+                    f"{type(self).__name__}: the observation {leaf.key!r} does not match "
+                    f"its spec {leaf.spec}; got shape {tuple(value.shape)}, dtype {value.dtype}."
+                )
 
     def _auto_reset_step(self, next_td: TensorDictBase, plan: _StepPlan) -> None:
         """Saves the observations of the new episode and masks those delivered with done."""

@@ -105,7 +105,7 @@ def update_during_reset(
 
 
 def _drop_reset_entries(td: TensorDictBase) -> None:
-    if "_reset" in td.keys():
+    if "_reset" in td:
         td.del_("_reset")
 
 
@@ -124,15 +124,19 @@ def _masked_merge(
             continue
         if new is None and old is None:
             continue
-        if not isinstance(new, torch.Tensor) or not isinstance(old, torch.Tensor):
-            if new is not None:
-                node.set(key, new)
-            continue
-        ref = new if new is not None else old
         if new is None:
+            if not isinstance(old, torch.Tensor):
+                continue
             new = torch.zeros_like(old)
         elif old is None:
+            if not isinstance(new, torch.Tensor):
+                node.set(key, new)
+                continue
             old = torch.zeros_like(new)
+        elif not isinstance(new, torch.Tensor) or not isinstance(old, torch.Tensor):
+            node.set(key, new)
+            continue
+        ref = new
         if new.shape != old.shape:
             node.set(key, ref)
             continue

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
@@ -47,8 +48,10 @@ def _is_td_signature(fn: Callable) -> bool:
     if param.name in ("tensordict", "td", "data"):
         return True
     ann = param.annotation
-    return isinstance(ann, type) and issubclass(ann, TensorDictBase) or (
-        isinstance(ann, str) and "TensorDict" in ann
+    return (
+        isinstance(ann, type)
+        and issubclass(ann, TensorDictBase)
+        or (isinstance(ann, str) and "TensorDict" in ann)
     )
 
 
@@ -133,9 +136,7 @@ def rollout(
         return td
 
     if break_when_any_done or break_when_all_done:
-        steps = _rollout_stop_early(
-            env, tensordict, act, max_steps, callback, break_when_all_done
-        )
+        steps = _rollout_stop_early(env, tensordict, act, max_steps, callback, break_when_all_done)
     else:
         steps = _rollout_nonstop(env, tensordict, act, max_steps, callback)
     time_dim = steps[0].batch_dims
@@ -152,7 +153,7 @@ def rollout(
                 ) from err
             raise
     else:
-        result = LazyStackedTensorDict.maybe_dense_stack(steps, time_dim, out=out)
+        result = LazyStackedTensorDict.lazy_stack(steps, time_dim, out=out)
     if set_truncated:
         _set_truncated(env, result)
     result.refine_names(..., "time")
@@ -219,7 +220,11 @@ def _rollout_stop_early(env, tensordict, act, max_steps, callback, all_done) -> 
             not_done = tensordict.pop("_neg_step", None)
             if not_done is not None:
                 live = ~not_done
-                live = live.reshape(*tensordict.batch_size, -1).all(-1) if live.ndim > tensordict.batch_dims else live
+                live = (
+                    live.reshape(*tensordict.batch_size, -1).all(-1)
+                    if live.ndim > tensordict.batch_dims
+                    else live
+                )
                 step_mask = live if step_mask is None else step_mask & live
             if step_mask is not None:
                 if not _any(step_mask):
@@ -268,4 +273,3 @@ def _set_truncated(env, result: TensorDictBase) -> None:
             "rollout(set_truncated=True) needs a 'truncated' entry in the done spec; "
             "call env.add_truncated_keys() first."
         )
-

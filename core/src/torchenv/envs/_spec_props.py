@@ -11,7 +11,8 @@ and cached while the specs are locked; assigning a spec erases the cache.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 from tensordict.utils import NestedKey
@@ -155,11 +156,11 @@ class _EnvSpecs:
     def _set_container(self, name: str, parts: tuple[str, ...], value: Composite) -> None:
         if not isinstance(value, Composite):
             raise TypeError(f"{name[1:]} must be a Composite; got {type(value).__name__}.")
-        for part in value.keys():
+        for part in value:
             if part not in parts:
                 raise KeyError(f"{name[1:]} only holds {parts}; got the entry {part!r}.")
         for part in parts:
-            if part in value.keys():
+            if part in value:
                 self._set_spec_part(name, part, self._check_and_wrap(value[part], part))
 
     # ------------------------------------------------------------------ full specs

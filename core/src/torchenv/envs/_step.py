@@ -10,10 +10,17 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from tensordict.utils import NestedKey
 
-from torchenv.envs._utils import _fast_get, _get_nested, _prefix
+from torchenv.envs._utils import _get_nested, _prefix
 from torchenv.specs import Composite
 
 __all__: list[str] = []
+
+
+class EnvKeyError(KeyError):
+    """A ``KeyError`` whose message prints as written (not as a quoted repr)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
 
 
 def _fmt_key(key: NestedKey) -> str:
@@ -21,7 +28,7 @@ def _fmt_key(key: NestedKey) -> str:
 
 
 def _td_keys(td: TensorDictBase) -> list:
-    return sorted((str(k) for k in td.keys(True, True)))
+    return sorted(str(k) for k in td.keys(True, True))
 
 
 class _Leaf:
@@ -41,7 +48,7 @@ class _DoneGroup:
 
     def __init__(self, prefix: tuple, node_spec: Composite) -> None:
         self.prefix = prefix
-        self.names = [k for k in node_spec.keys() if not isinstance(node_spec[k], Composite)]
+        self.names = [k for k in node_spec if not isinstance(node_spec[k], Composite)]
         self.shapes = {k: torch.Size(node_spec[k].shape) for k in self.names}
         self.dtypes = {k: node_spec[k].dtype for k in self.names}
         self.flank = "done" in self.names and "terminated" in self.names
@@ -70,9 +77,7 @@ class _StepPlan:
         self.reset_keys = list(env.reset_keys)
         root = self.done_groups[0] if self.done_groups else None
         # "simple" done: a single root level with done (+ terminated / truncated)
-        self.simple_done = (
-            len(self.done_groups) == 1 and root.prefix == () and "done" in root.names
-        )
+        self.simple_done = len(self.done_groups) == 1 and root.prefix == () and "done" in root.names
         self.done_numel_one = self.simple_done and root.shapes["done"].numel() == 1
 
     # ------------------------------------------------------------------ leading dims
@@ -94,7 +99,7 @@ class _StepPlan:
             else:
                 value = _get_nested(td, leaf.key)
             if value is None:
-                raise KeyError(
+                raise EnvKeyError(
                     f"{type(env).__name__}.step: the action entry {_fmt_key(leaf.key)} is missing "
                     f"from the input tensordict (expected {leaf.spec.__class__.__name__} with "
                     f"shape {tuple(leaf.shape)}, dtype {leaf.dtype}); got keys {_td_keys(td)}."
@@ -144,7 +149,7 @@ class _StepPlan:
                 else:
                     value = _get_nested(data, leaf.key)
                 if value is None:
-                    raise KeyError(
+                    raise EnvKeyError(
                         f"{type(env).__name__}._step did not return the reward entry "
                         f"{_fmt_key(leaf.key)} (spec shape {tuple(leaf.shape)}); "
                         f"got keys {_td_keys(data)}."

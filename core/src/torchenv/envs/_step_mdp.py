@@ -75,7 +75,11 @@ def _copy_excluding(td: TensorDictBase, tree: dict) -> dict:
 def _grab(source: TensorDictBase, tree: dict, out: dict) -> None:
     """Copies the entries of ``source`` named in ``tree`` into the dict ``out``."""
     for key, sub in tree.items():
-        value = source._get_str(key, None) if type(source) is not TensorDict else source._tensordict.get(key)
+        value = (
+            source._get_str(key, None)
+            if type(source) is not TensorDict
+            else source._tensordict.get(key)
+        )
         if value is None:
             continue
         if sub is None:
@@ -84,7 +88,9 @@ def _grab(source: TensorDictBase, tree: dict, out: dict) -> None:
         if not is_tensor_collection(value):
             continue
         prev = out.get(key)
-        inner = dict(_items(prev)) if prev is not None and prev.batch_size == value.batch_size else {}
+        inner = (
+            dict(_items(prev)) if prev is not None and prev.batch_size == value.batch_size else {}
+        )
         _grab(value, sub, inner)
         out[key] = _new_like(value, inner)
 

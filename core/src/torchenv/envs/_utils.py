@@ -184,7 +184,7 @@ def make_composite_from_td(
         (torch.Size([3, 4]), torch.Size([3]))
     """
     specs = {}
-    for name in data.keys():
+    for name in data:
         if dynamic_shape and isinstance(data, LazyStackedTensorDict):
             parts = [td.get(name) for td in data.tensordicts]
             first = parts[0]
@@ -196,9 +196,7 @@ def make_composite_from_td(
                 )
                 continue
             shapes = [p.shape for p in parts]
-            inner = [
-                d if all(s[i] == d for s in shapes) else -1 for i, d in enumerate(first.shape)
-            ]
+            inner = [d if all(s[i] == d for s in shapes) else -1 for i, d in enumerate(first.shape)]
             stack_dim = data.stack_dim
             shape = [*inner[:stack_dim], len(parts), *inner[stack_dim:]]
             specs[name] = Unbounded(shape=shape, dtype=first.dtype, device=first.device)

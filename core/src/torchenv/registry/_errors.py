@@ -100,7 +100,7 @@ class UnknownEnvError(TorchEnvRegistryError, LookupError):
         where = f"backend {backend!r}" if backend else "any available backend"
         message = f"unknown env id {env_id!r} for {where}.{_did_you_mean(self.suggestions)}"
         if backend and known:
-            message += f" It has {len(known)} envs: torchenv list {backend}"
+            message += f" See its {len(known)} envs with: torchenv list {backend}"
         if note:
             message += f" {note}"
         super().__init__(message.rstrip())

@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Any
 from torchenv.registry import _manager
 from torchenv.registry._errors import (
     AmbiguousNameError,
-    close_matches,
     BackendUnavailableError,
     InvalidEnvNameError,
     UnknownBackendError,
     UnknownEnvError,
+    close_matches,
 )
 from torchenv.registry._hookspecs import Backend
 from torchenv.registry._info import BackendInfo, backend_info, failed_info

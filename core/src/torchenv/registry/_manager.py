@@ -235,4 +235,8 @@ def _failed() -> list[PluginRecord]:
 def _impls(hook_name: str, plugin: str) -> Iterable[Any]:
     caller = getattr(plugin_manager().hook, hook_name)
     # pluggy calls the last registered implementation first; keep that order
-    return [i for i in reversed(caller.get_hookimpls()) if i.plugin_name == plugin]
+    return [
+        impl
+        for impl in reversed(caller.get_hookimpls())
+        if impl.plugin_name == plugin and not (impl.hookwrapper or impl.wrapper)
+    ]

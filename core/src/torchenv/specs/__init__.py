@@ -32,12 +32,40 @@ from torchenv.specs._errors import (
     SpecTypeError,
     SpecValueError,
 )
+from torchenv.specs._legacy import (
+    BinaryDiscreteTensorSpec,
+    BoundedTensorSpec,
+    CompositeSpec,
+    DiscreteTensorSpec,
+    LazyStackedCompositeSpec,
+    LazyStackedTensorSpec,
+    MultiDiscreteTensorSpec,
+    MultiOneHotDiscreteTensorSpec,
+    NonTensorSpec,
+    OneHotDiscreteTensorSpec,
+    UnboundedContinuousTensorSpec,
+    UnboundedDiscreteTensorSpec,
+)
 from torchenv.specs._multi import MultiCategorical, MultiOneHot
 from torchenv.specs._nontensor import NonTensor
 from torchenv.specs._stack import stack_specs
 from torchenv.specs._stacked import Stacked, StackedComposite
 
 __all__ = [
+    # legacy TorchRL names (aliases)
+    "BinaryDiscreteTensorSpec",
+    "BoundedTensorSpec",
+    "CompositeSpec",
+    "DiscreteTensorSpec",
+    "LazyStackedCompositeSpec",
+    "LazyStackedTensorSpec",
+    "MultiDiscreteTensorSpec",
+    "MultiOneHotDiscreteTensorSpec",
+    "NonTensorSpec",
+    "OneHotDiscreteTensorSpec",
+    "UnboundedContinuousTensorSpec",
+    "UnboundedDiscreteTensorSpec",
+    # specs
     "Binary",
     "BinaryBox",
     "Bounded",

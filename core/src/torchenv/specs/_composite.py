@@ -12,14 +12,14 @@ from typing import Any
 import torch
 from tensordict import TensorDict, TensorDictBase
 
-from torchenv.specs._base import TensorSpec, _index_shape, _normalize_index
+from torchenv.specs._base import TensorSpec
+from torchenv.specs._composite_shape import CompositeShapeOps
 from torchenv.specs._errors import SpecKeyError, SpecLockedError, SpecShapeError, SpecValueError
 from torchenv.specs._keys import ItemsView, KeysView, ValuesView
 from torchenv.specs._utils import (
     DeviceLike,
     ShapeLike,
     batch_shape,
-    normalize_dim,
     prefix_match,
     to_device,
     to_size,
@@ -30,7 +30,7 @@ _RESERVED = frozenset({"shape", "device", "dtype", "space"})
 _NO_DEFAULT = object()
 
 
-class Composite(TensorSpec):
+class Composite(CompositeShapeOps, TensorSpec):
     """A collection of specs, one per key; nested dicts or Composites give nested keys.
 
     Args:
@@ -419,10 +419,17 @@ class Composite(TensorSpec):
         """Whether every entry of the spec is present in ``val`` and in its spec (extra keys are ignored)."""
         if val is None:
             return False
+        if type(val) is TensorDict:  # fast path: read the TensorDict's own storage
+            get = val._tensordict.get
+        else:
+
+            def get(key: str) -> Any:
+                return val.get(key, None)
+
         for key, spec in self._specs.items():
             if spec is None:
                 continue
-            item = val.get(key, None)
+            item = get(key)
             if item is None or not spec.is_in(item):
                 return False
         return True
@@ -564,95 +571,6 @@ class Composite(TensorSpec):
             if value is not None:
                 value.clear_device_()
         return self
-
-    # ------------------------------------------------------------------ shape operations
-    def expand(self, *shape: int | Sequence[int]) -> Composite:
-        """Adds leading dims to the Composite and every entry.
-
-        >>> from torchenv.specs import Unbounded
-        >>> Composite(obs=Unbounded(3)).expand(4)["obs"].shape
-        torch.Size([4, 3])
-        """
-        if len(shape) == 1 and not isinstance(shape[0], int):
-            shape = tuple(shape[0])
-        new_shape = to_size(shape)
-        nd = self._ndim
-        if len(new_shape) < nd:
-            raise SpecShapeError(
-                f"cannot expand {self._short()} to shape {list(new_shape)}: it has fewer dims than the Composite"
-            )
-        tail = new_shape[len(new_shape) - nd :]
-        for old, new in zip(self.shape, tail):
-            if old != new and old != 1 and new != -1:
-                raise SpecShapeError(
-                    f"cannot expand {self._short()} to {list(new_shape)}: the last {nd} dims must match "
-                    f"{list(self.shape)}"
-                )
-        new_shape = torch.Size(
-            [
-                *new_shape[: len(new_shape) - nd],
-                *[o if n == -1 else n for o, n in zip(self.shape, tail)],
-            ]
-        )
-        prefix = list(new_shape[: len(new_shape) - nd])
-
-        def fn(spec: TensorSpec) -> TensorSpec:
-            return spec.expand(*prefix, *new_shape[len(prefix) :], *spec.shape[nd:])
-
-        return self._map(fn, shape=new_shape)
-
-    def _index(self, idx: Any) -> Composite:
-        idx = _normalize_index(idx, self._ndim)
-        new_shape = _index_shape(self.shape, idx)
-        return self._map(lambda s: s[idx], shape=new_shape)
-
-    def squeeze(self, dim: int | None = None) -> Composite:
-        """Removes batch dims of size 1 (all of them, or ``dim``) from the Composite and its entries."""
-        if dim is None:
-            dims = [i for i, s in enumerate(self.shape) if s == 1]
-            out = self
-            for d in reversed(dims):
-                out = out.squeeze(d)
-            return out
-        d = normalize_dim(dim, self._ndim)
-        if self.shape[d] != 1:
-            return self
-        new_shape = torch.Size([s for i, s in enumerate(self.shape) if i != d])
-        return self._map(lambda s: s.squeeze(d), shape=new_shape)
-
-    def unsqueeze(self, dim: int) -> Composite:
-        """Inserts a batch dim of size 1 at ``dim`` in the Composite and its entries."""
-        d = normalize_dim(dim, self._ndim + 1)
-        new_shape = torch.Size([*self.shape[:d], 1, *self.shape[d:]])
-        return self._map(lambda s: s.unsqueeze(d), shape=new_shape)
-
-    def unbind(self, dim: int = 0) -> tuple[Composite, ...]:
-        """Splits the Composite along batch dim ``dim``."""
-        d = normalize_dim(dim, self._ndim)
-        if self.shape[d] < 0:
-            raise SpecShapeError(f"cannot unbind {self._short()} along the dynamic dim {dim}")
-        pre = (slice(None),) * d
-        return tuple(self[pre + (i,)] for i in range(self.shape[d]))
-
-    def reshape(self, *shape: int | Sequence[int]) -> Composite:
-        """Reshapes the batch dims of the Composite and its entries."""
-        if len(shape) == 1 and not isinstance(shape[0], int):
-            shape = tuple(shape[0])
-        new_shape = torch.Size(torch.empty(self._sshape, device="meta").reshape(shape).shape)
-        nd = self._ndim
-        return self._map(lambda s: s.reshape(*new_shape, *s.shape[nd:]), shape=new_shape)
-
-    view = reshape
-
-    def index(self, index: Any, tensor_to_index: TensorDictBase) -> TensorDictBase:
-        """Applies every entry's :meth:`TensorSpec.index` to the matching entry of ``tensor_to_index``."""
-        out = tensor_to_index.clone(False)
-        for key, spec in self._specs.items():
-            if spec is None or key not in tensor_to_index:
-                continue
-            sub_index = index.get(key) if isinstance(index, (TensorDictBase, Mapping)) else index
-            out.set(key, spec.index(sub_index, tensor_to_index.get(key)))
-        return out
 
     # ------------------------------------------------------------------ comparison / display
     def __eq__(self, other: object) -> bool:

@@ -287,6 +287,8 @@ class Bounded(TensorSpec):
                 return torch.randn(full, dtype=dtype, device=device).clamp_(self.low, self.high)
             out = torch.rand(full, dtype=dtype, device=device)
             return out.mul_(self.high - self.low).add_(self.low)
+        if self._full_range:  # e.g. uint8 pixels in [0, 255]: random_() covers the dtype's range
+            return torch.empty(full, dtype=dtype, device=device).random_()
         if lo is not None:
             if dtype == torch.bool:
                 return torch.randint(int(lo), int(hi) + 1, full, device=device).to(dtype)

@@ -260,10 +260,14 @@ class OneHot(TensorSpec):
         full = batch_shape(shape) + self._sshape
         if self.mask is not None:
             idx = _sample_mask(self.mask, full[:-1])
+        elif len(full) == 1:
+            return self._eye[int(torch.randint(0, self.n, ()))].clone()
         else:
             idx = torch.randint(0, self.n, full[:-1], device=self.device)
-        out = torch.zeros(full, dtype=self.dtype, device=self.device)
-        return out.scatter_(-1, idx.unsqueeze(-1), 1)
+        return self._eye[idx]
+
+    def _refresh(self) -> None:
+        self._eye = torch.eye(self.n, dtype=self.dtype, device=self.device)
 
     def is_in(self, val: Any) -> bool:
         try:
@@ -278,13 +282,15 @@ class OneHot(TensorSpec):
             return False
         if not val.numel():
             return True
-        if dtype == torch.bool:
-            if not bool((val.sum(-1) == 1).all()):
-                return False
-        else:
+        if dtype != torch.bool:
             mn, mx = torch.aminmax(val)
-            if not bool((mn >= 0) & (mx <= 1)) or not bool((val.sum(-1) == 1).all()):
+            if not bool((mn >= 0) & (mx <= 1)):
                 return False
+        if val.ndim == 1:
+            if int(val.count_nonzero()) != 1:
+                return False
+        elif int(val.count_nonzero()) != val.numel() // self.n or not bool(val.any(-1).all()):
+            return False
         if self.mask is not None:
             mask = self.mask.to(val.device)
             return not bool((val.to(torch.bool) & ~mask).any())

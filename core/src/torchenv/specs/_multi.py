@@ -71,9 +71,9 @@ class MultiCategorical(TensorSpec):
             ) from None
         self.remove_singleton = remove_singleton
         self.mask = None
+        self._refresh()
         if mask is not None:
             self.update_mask(mask)
-        self._refresh()
 
     def _refresh(self) -> None:
         flat = (

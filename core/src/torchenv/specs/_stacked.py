@@ -401,7 +401,8 @@ class StackedComposite(_LazyStack, Composite):
     def __repr__(self) -> str:
         shared = ",\n".join(f"{k}: {v!r}" for k, v in self._specs.items())
         exclusive = ",\n".join(
-            f"{i} ->\n    " + ",\n".join(f"{k}: {s._specs[k]!r}" for k in keys).replace("\n", "\n    ")
+            f"{i} ->\n    "
+            + ",\n".join(f"{k}: {s._specs[k]!r}" for k in keys).replace("\n", "\n    ")
             for i, (s, keys) in enumerate(zip(self._stacked, self.exclusive_keys()))
             if keys
         )

@@ -129,6 +129,9 @@ class EnvConformanceTests:
                 )
                 _assert_in_spec(env.full_observation_spec, td, "reset output")
                 _assert_in_spec(env.full_done_spec, td, "reset output")
+                if not getattr(env, "_allow_done_after_reset", False):
+                    for key in env.done_keys:
+                        assert not td.get(key).any(), f"reset output: {key!r} is set after reset"
                 for key in env.reset_keys:
                     assert key not in td.keys(True), f"reset output still holds {key!r}"
 
@@ -389,8 +392,9 @@ class EnvConformanceTests:
             _assert_in_spec(env.full_done_spec, nxt, "fake_tensordict 'next'", check_values=False)
 
     def test_close_is_idempotent(self) -> None:
-        """``close`` may be called twice; ``is_closed`` says the env is closed."""
+        """``close`` then ``close(raise_if_closed=False)`` work; ``is_closed`` turns True."""
         env = self.make_env()
+        assert not env.is_closed, "a fresh env says it is closed (is_closed is True)"
         env.close()
         env.close(raise_if_closed=False)
         assert env.is_closed, "env.is_closed is False after close()"

@@ -7,6 +7,12 @@
 torch.Size([5])
 """
 
+from torchenv.transforms._actions import (
+    ActionDiscretizer,
+    ActionMask,
+    DiscreteActionProjection,
+    MultiAction,
+)
 from torchenv.transforms._base import ObservationTransform, Transform
 from torchenv.transforms._compose import Compose
 from torchenv.transforms._done import StepCounter
@@ -29,7 +35,16 @@ from torchenv.transforms._keys import (
     RenameTransform,
     SelectTransform,
 )
+from torchenv.transforms._misc import (
+    AutoResetTransform,
+    BatchSizeTransform,
+    ConditionalSkip,
+    EndOfLifeTransform,
+    FiniteTensorDictCheck,
+    Timer,
+)
 from torchenv.transforms._normalization import ObservationNorm, VecNorm
+from torchenv.transforms._primers import InitTracker, TensorDictPrimer, TrajCounter, gSDENoise
 from torchenv.transforms._reward import (
     BinarizeReward,
     LineariseRewards,
@@ -50,23 +65,33 @@ from torchenv.transforms._tensors import (
 from torchenv.transforms._transformed_env import AutoResetEnv, TransformedEnv
 
 __all__ = [
+    "ActionDiscretizer",
+    "ActionMask",
     "AutoResetEnv",
+    "AutoResetTransform",
+    "BatchSizeTransform",
     "BinarizeReward",
     "CatFrames",
     "CatTensors",
     "CenterCrop",
     "ClipTransform",
     "Compose",
+    "ConditionalSkip",
     "Crop",
     "DTypeCastTransform",
     "DeviceCastTransform",
+    "DiscreteActionProjection",
     "DoubleToFloat",
+    "EndOfLifeTransform",
     "ExcludeTransform",
+    "FiniteTensorDictCheck",
     "FlattenObservation",
     "FrameSkipTransform",
     "GrayScale",
     "Hash",
+    "InitTracker",
     "LineariseRewards",
+    "MultiAction",
     "NoopResetEnv",
     "ObservationNorm",
     "ObservationTransform",
@@ -84,11 +109,15 @@ __all__ = [
     "Stack",
     "StepCounter",
     "TargetReturn",
+    "TensorDictPrimer",
     "TimeMaxPool",
+    "Timer",
     "ToTensorImage",
+    "TrajCounter",
     "Transform",
     "TransformedEnv",
     "UnaryTransform",
     "UnsqueezeTransform",
     "VecNorm",
+    "gSDENoise",
 ]

@@ -231,7 +231,9 @@ class Transform(nn.Module):
         """Runs after the base env's step with the data at ``t`` and ``t + 1``; returns ``t + 1``."""
         return self._call(next_tensordict)
 
-    def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
+    def _reset(
+        self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase
+    ) -> TensorDictBase:
         """Runs after the base env's reset; by default applies :meth:`_call` to present keys."""
         return self._call_tolerant(tensordict_reset)
 
@@ -265,17 +267,20 @@ class Transform(nn.Module):
     def close(self) -> None:
         """Releases resources held by the transform (no-op by default)."""
 
+    def dump(self, **kwargs: Any) -> None:
+        """Writes what the transform recorded (no-op except for recorders, see torchenv.record)."""
+
     # ------------------------------------------------------------------ specs
     def transform_output_spec(self, output_spec: Composite) -> Composite:
         """Maps the env's ``output_spec`` (observation, reward and done specs) inner to outer."""
         output_spec["full_observation_spec"] = self.transform_observation_spec(
             output_spec["full_observation_spec"]
         )
-        if "full_reward_spec" in output_spec.keys():
+        if "full_reward_spec" in output_spec:
             output_spec["full_reward_spec"] = self.transform_reward_spec(
                 output_spec["full_reward_spec"]
             )
-        if "full_done_spec" in output_spec.keys():
+        if "full_done_spec" in output_spec:
             output_spec["full_done_spec"] = self.transform_done_spec(output_spec["full_done_spec"])
         return output_spec
 
@@ -448,7 +453,9 @@ class ObservationTransform(Transform):
             in_keys = ["observation", "pixels"]
         super().__init__(in_keys, out_keys, in_keys_inv, out_keys_inv)
 
-    def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
+    def _reset(
+        self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase
+    ) -> TensorDictBase:
         return self._call_tolerant(tensordict_reset)
 
     def transform_observation_spec(self, observation_spec: TensorSpec) -> TensorSpec:

@@ -27,7 +27,9 @@ class _CallableTransform(Transform):
     def _call(self, next_tensordict: TensorDictBase) -> TensorDictBase:
         return self.func(next_tensordict)
 
-    def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
+    def _reset(
+        self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase
+    ) -> TensorDictBase:
         return self.func(tensordict_reset)
 
     def __repr__(self) -> str:
@@ -171,7 +173,9 @@ class Compose(Transform):
             tensordict = t._inv_call(tensordict)
         return tensordict
 
-    def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
+    def _reset(
+        self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase
+    ) -> TensorDictBase:
         for t in self.transforms:
             tensordict_reset = t._reset(tensordict, tensordict_reset)
         return tensordict_reset
@@ -192,6 +196,11 @@ class Compose(Transform):
     def close(self) -> None:
         for t in self.transforms:
             t.close()
+
+    def dump(self, **kwargs: Any) -> None:
+        """Calls ``dump`` on every transform (e.g. writes the videos of a ``VideoRecorder``)."""
+        for t in self.transforms:
+            t.dump(**kwargs)
 
     # ----------------------------------------------------------------- specs
     # Every spec (input specs included) goes inner to outer: the outer spec is derived from

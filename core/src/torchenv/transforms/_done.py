@@ -76,7 +76,9 @@ class StepCounter(Transform):
         self.__dict__.pop("_levels_cache", None)
         super().empty_cache()
 
-    def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
+    def _reset(
+        self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase
+    ) -> TensorDictBase:
         max_steps = self.max_steps
         for reset_key, count_key, trunc_key, done_key in self._levels():
             done = tensordict_reset.get(done_key)

@@ -263,7 +263,9 @@ class DeviceCastTransform(Transform):
 
     forward = _call
 
-    def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
+    def _reset(
+        self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase
+    ) -> TensorDictBase:
         if self._whole:
             return tensordict_reset.to(self.device, non_blocking=True)
         return self._call_tolerant(tensordict_reset)

@@ -8,7 +8,7 @@ import torch
 from tensordict import TensorDictBase
 from tensordict.utils import NestedKey
 
-from torchenv.specs import Bounded, Composite, TensorSpec, Unbounded
+from torchenv.specs import Bounded, TensorSpec, Unbounded
 from torchenv.transforms._base import ObservationTransform, Transform
 from torchenv.transforms._utils import mask_like
 
@@ -54,7 +54,9 @@ class _FrameBuffer(ObservationTransform):
             return buffer, True
         return buffer, False
 
-    def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
+    def _reset(
+        self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase
+    ) -> TensorDictBase:
         reset = tensordict.get(self.reset_key, None) if tensordict is not None else None
         for in_key, out_key in self._key_pairs:
             data = tensordict_reset.get(in_key, None)
@@ -126,7 +128,9 @@ class CatFrames(_FrameBuffer):
         if N < 1:
             raise ValueError(f"CatFrames: N must be >= 1, got {N}")
         if padding not in self.ACCEPTED_PADDING:
-            raise ValueError(f"CatFrames: padding must be one of {self.ACCEPTED_PADDING}, got {padding!r}")
+            raise ValueError(
+                f"CatFrames: padding must be one of {self.ACCEPTED_PADDING}, got {padding!r}"
+            )
         super().__init__(in_keys or ["pixels"], out_keys, reset_key)
         self.N = N
         self.dim = dim
@@ -190,7 +194,9 @@ class CatFrames(_FrameBuffer):
                 idx = steps - k
                 valid = idx >= start
                 idx = torch.maximum(idx, start)
-                gather_idx = idx.reshape(*idx.shape, *([1] * (data.ndim - idx.ndim))).expand_as(data)
+                gather_idx = idx.reshape(*idx.shape, *([1] * (data.ndim - idx.ndim))).expand_as(
+                    data
+                )
                 frame = data.gather(time_dim, gather_idx)
                 if self.padding == "constant":
                     frame = torch.where(mask_like(valid, frame), frame, self.padding_value)
@@ -326,7 +332,9 @@ class NoopResetEnv(Transform):
         self.noops = noops
         self.random = random
 
-    def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
+    def _reset(
+        self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase
+    ) -> TensorDictBase:
         parent = self.parent
         if parent is None:
             raise RuntimeError("NoopResetEnv needs a parent env")

@@ -27,7 +27,9 @@ __all__ = [
 _PIXELS = ["pixels"]
 
 
-def _map_spec(spec: TensorSpec, fn: Callable[[torch.Tensor], torch.Tensor], dtype=None) -> TensorSpec:
+def _map_spec(
+    spec: TensorSpec, fn: Callable[[torch.Tensor], torch.Tensor], dtype=None
+) -> TensorSpec:
     """The spec of ``fn(x)`` for ``x`` in ``spec`` (``fn`` must be monotone for bounded specs)."""
     dtype = dtype or spec.dtype
     if isinstance(spec, Bounded):
@@ -88,7 +90,9 @@ class ToTensorImage(ObservationTransform):
 
     def _apply_transform(self, obs: torch.Tensor) -> torch.Tensor:
         if obs.ndim < 3:
-            raise ValueError(f"ToTensorImage: expected images [..., H, W, C], got shape {tuple(obs.shape)}")
+            raise ValueError(
+                f"ToTensorImage: expected images [..., H, W, C], got shape {tuple(obs.shape)}"
+            )
         if not self.shape_tolerant or obs.shape[-1] in (1, 3, 4):
             obs = obs.movedim(-1, -3)
         from_int = self.from_int if self.from_int is not None else not obs.is_floating_point()
@@ -141,7 +145,9 @@ class Resize(_ShapeTransform):
         dtype = flat.dtype
         if not flat.is_floating_point():
             flat = flat.float()
-        kwargs = {} if self.interpolation == "nearest" else {"antialias": False, "align_corners": False}
+        kwargs = (
+            {} if self.interpolation == "nearest" else {"antialias": False, "align_corners": False}
+        )
         out = F.interpolate(flat, size=(self.w, self.h), mode=self.interpolation, **kwargs)
         if not dtype.is_floating_point:
             out = out.round().to(dtype)
@@ -229,13 +235,17 @@ class GrayScale(ObservationTransform):
     _WEIGHTS = (0.2989, 0.587, 0.114)
 
     def __init__(
-        self, in_keys: Sequence[NestedKey] | None = None, out_keys: Sequence[NestedKey] | None = None
+        self,
+        in_keys: Sequence[NestedKey] | None = None,
+        out_keys: Sequence[NestedKey] | None = None,
     ) -> None:
         super().__init__(in_keys or _PIXELS, out_keys)
 
     def _apply_transform(self, obs: torch.Tensor) -> torch.Tensor:
         if obs.ndim < 3 or obs.shape[-3] != 3:
-            raise ValueError(f"GrayScale: expected [..., 3, H, W] images, got shape {tuple(obs.shape)}")
+            raise ValueError(
+                f"GrayScale: expected [..., 3, H, W] images, got shape {tuple(obs.shape)}"
+            )
         r, g, b = obs.unbind(-3)
         w0, w1, w2 = self._WEIGHTS
         gray = (w0 * r + w1 * g + w2 * b).unsqueeze(-3)
@@ -365,7 +375,9 @@ class UnsqueezeTransform(Transform):
     ) -> None:
         super().__init__(in_keys, out_keys, in_keys_inv, out_keys_inv)
         if dim >= 0 and not allow_positive_dim:
-            raise ValueError(f"{type(self).__name__}: dim must be negative (from the end), got {dim}")
+            raise ValueError(
+                f"{type(self).__name__}: dim must be negative (from the end), got {dim}"
+            )
         self.dim = dim
 
     def _unsqueeze(self, x: torch.Tensor) -> torch.Tensor:

@@ -29,7 +29,7 @@ def _flat_keys(keys) -> list[NestedKey]:
         keys = keys[0]
     try:
         return [unravel_key(k) for k in keys]
-    except Exception as err:  # noqa: BLE001 - re-raised with context
+    except Exception as err:
         raise TypeError(f"keys must be strings or tuples of strings, got {keys!r}") from err
 
 
@@ -140,7 +140,9 @@ class ExcludeTransform(Transform):
     def _has_inverse(self) -> bool:
         return self.inverse
 
-    def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
+    def _reset(
+        self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase
+    ) -> TensorDictBase:
         return self._call(tensordict_reset)
 
     def transform_output_spec(self, output_spec: Composite) -> Composite:
@@ -202,7 +204,11 @@ class SelectTransform(Transform):
             if self.keep_rewards:
                 kept += list(parent.reward_keys) if parent is not None else ["reward"]
             if self.keep_dones:
-                kept += list(parent.done_keys) if parent is not None else ["done", "terminated", "truncated"]
+                kept += (
+                    list(parent.done_keys)
+                    if parent is not None
+                    else ["done", "terminated", "truncated"]
+                )
             self.__dict__["_kept_cache"] = kept
         return kept
 
@@ -215,11 +221,16 @@ class SelectTransform(Transform):
 
     forward = _call
 
-    def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
+    def _reset(
+        self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase
+    ) -> TensorDictBase:
         return self._call(tensordict_reset)
 
     def transform_output_spec(self, output_spec: Composite) -> Composite:
         selected = set(self.selected_keys)
+        parent = self.parent
+        if parent is not None:
+            selected |= set(parent.full_state_spec.keys(True, True))
         parts = ["full_observation_spec"]
         if not self.keep_rewards:
             parts.append("full_reward_spec")
@@ -252,7 +263,9 @@ class RemoveEmptySpecs(Transform):
 
     forward = _call
 
-    def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
+    def _reset(
+        self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase
+    ) -> TensorDictBase:
         return tensordict_reset.filter_empty_()
 
     def _inv_call(self, tensordict: TensorDictBase) -> TensorDictBase:
@@ -270,13 +283,13 @@ class RemoveEmptySpecs(Transform):
 
     def transform_output_spec(self, output_spec: Composite) -> Composite:
         for name in _OUTPUT_PARTS:
-            if name in output_spec.keys():
+            if name in output_spec:
                 self._prune(output_spec[name])
         return output_spec
 
     def transform_input_spec(self, input_spec: Composite) -> Composite:
         for name in _INPUT_PARTS:
-            if name in input_spec.keys():
+            if name in input_spec:
                 self._prune(input_spec[name])
         return input_spec
 

@@ -158,7 +158,13 @@ class ObservationNorm(ObservationTransform):
             high = self._apply_transform(spec.space.high)
             low, high = torch.minimum(low, high), torch.maximum(low, high)
             shape = torch.broadcast_shapes(low.shape, spec.shape)
-            return Bounded(low.expand(shape), high.expand(shape), shape=shape, dtype=spec.dtype, device=spec.device)
+            return Bounded(
+                low.expand(shape),
+                high.expand(shape),
+                shape=shape,
+                dtype=spec.dtype,
+                device=spec.device,
+            )
         if isinstance(spec, Unbounded):
             return spec
         return Unbounded(shape=spec.shape, dtype=spec.dtype, device=spec.device)
@@ -211,7 +217,9 @@ class VecNorm(Transform):
         self.decay = decay
         self.eps = eps
         self.frozen = False
-        self._names = {k: "_vn_" + ("_".join(k) if isinstance(k, tuple) else k) for k in self.in_keys}
+        self._names = {
+            k: "_vn_" + ("_".join(k) if isinstance(k, tuple) else k) for k in self.in_keys
+        }
 
     def freeze(self) -> VecNorm:
         """Stops updating the statistics."""
@@ -262,19 +270,27 @@ class VecNorm(Transform):
     @property
     def loc(self) -> dict[NestedKey, torch.Tensor]:
         """The current means, per in_key."""
-        return {k: self._mean_std(*self._raw(k))[0].to(torch.get_default_dtype()) for k in self._seen()}
+        return {
+            k: self._mean_std(*self._raw(k))[0].to(torch.get_default_dtype()) for k in self._seen()
+        }
 
     @property
     def scale(self) -> dict[NestedKey, torch.Tensor]:
         """The current standard deviations, per in_key."""
-        return {k: self._mean_std(*self._raw(k))[1].to(torch.get_default_dtype()) for k in self._seen()}
+        return {
+            k: self._mean_std(*self._raw(k))[1].to(torch.get_default_dtype()) for k in self._seen()
+        }
 
     def _seen(self):
         return [k for k in self.in_keys if getattr(self, self._names[k] + "_sum", None) is not None]
 
     def _raw(self, key):
         name = self._names[key]
-        return getattr(self, name + "_sum"), getattr(self, name + "_ssq"), getattr(self, name + "_count")
+        return (
+            getattr(self, name + "_sum"),
+            getattr(self, name + "_ssq"),
+            getattr(self, name + "_count"),
+        )
 
     def _call(self, next_tensordict: TensorDictBase) -> TensorDictBase:
         return self._run(next_tensordict, update=True)
@@ -289,9 +305,7 @@ class VecNorm(Transform):
                 if self.missing_tolerance:
                     continue
                 raise KeyError(f"VecNorm: entry {in_key!r} not found")
-            tensordict.set(
-                out_key, self._normalize(in_key, value, tensordict.batch_dims, update)
-            )
+            tensordict.set(out_key, self._normalize(in_key, value, tensordict.batch_dims, update))
         return tensordict
 
     def to_observation_norm(self) -> Transform:

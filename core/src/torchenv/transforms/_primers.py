@@ -59,7 +59,9 @@ class TensorDictPrimer(Transform):
             primers = Composite(dict(primers))
         for key, spec in primers.items(True, True):
             if not isinstance(spec, TensorSpec):
-                raise TypeError(f"TensorDictPrimer: the primer {key!r} must be a TensorSpec, got {spec!r}")
+                raise TypeError(
+                    f"TensorDictPrimer: the primer {key!r} must be a TensorSpec, got {spec!r}"
+                )
         if random and default_value is not None:
             raise ValueError("TensorDictPrimer: random=True and a default_value are incompatible")
         super().__init__()
@@ -119,7 +121,9 @@ class TensorDictPrimer(Transform):
             return value()
         return torch.full((*shape, *spec.shape), value, dtype=spec.dtype, device=spec.device)
 
-    def _fill(self, tensordict: TensorDictBase, previous: TensorDictBase | None, reset) -> TensorDictBase:
+    def _fill(
+        self, tensordict: TensorDictBase, previous: TensorDictBase | None, reset
+    ) -> TensorDictBase:
         parent = self.parent
         batch = parent.batch_size if parent is not None else tensordict.batch_size
         leading = tensordict.batch_size[: tensordict.batch_dims - len(batch)]
@@ -133,7 +137,9 @@ class TensorDictPrimer(Transform):
             tensordict.set(key, value)
         return tensordict
 
-    def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
+    def _reset(
+        self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase
+    ) -> TensorDictBase:
         reset = tensordict.get(self.reset_key, None)
         return self._fill(tensordict_reset, tensordict, reset)
 
@@ -173,7 +179,7 @@ class TensorDictPrimer(Transform):
         return f"{type(self).__name__}(primers={self._keys}, random={self.random})"
 
 
-class gSDENoise(TensorDictPrimer):  # noqa: N801 - TorchRL's name
+class gSDENoise(TensorDictPrimer):
     """A primer of the ``"_eps_gSDE"`` noise of gSDE policies, drawn at each reset.
 
     Args:
@@ -221,7 +227,9 @@ class InitTracker(Transform):
         if levels is None:
             parent = self.parent
             resets = list(parent.reset_keys) if parent is not None else ["_reset"]
-            levels = tuple((r, replace_last(r, self.init_key), replace_last(r, "done")) for r in resets)
+            levels = tuple(
+                (r, replace_last(r, self.init_key), replace_last(r, "done")) for r in resets
+            )
             self.__dict__["_levels_cache"] = levels
         return levels
 
@@ -229,7 +237,9 @@ class InitTracker(Transform):
         self.__dict__.pop("_levels_cache", None)
         super().empty_cache()
 
-    def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
+    def _reset(
+        self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase
+    ) -> TensorDictBase:
         for reset_key, init_key, done_key in self._levels():
             done = tensordict_reset.get(done_key)
             reset = tensordict.get(reset_key, None)
@@ -253,7 +263,9 @@ class InitTracker(Transform):
         done_spec = self.parent.full_done_spec
         for _, init_key, done_key in self._levels():
             done = done_spec[done_key]
-            observation_spec[init_key] = Categorical(2, shape=done.shape, dtype=torch.bool, device=done.device)
+            observation_spec[init_key] = Categorical(
+                2, shape=done.shape, dtype=torch.bool, device=done.device
+            )
         return observation_spec
 
     def __repr__(self) -> str:
@@ -270,7 +282,7 @@ class TrajCounter(Transform):
         >>> from torchenv.envs import PendulumEnv
         >>> from torchenv.transforms import TransformedEnv, StepCounter
         >>> env = TransformedEnv(PendulumEnv(), StepCounter(2))
-        >>> env.append_transform(TrajCounter())
+        >>> env = env.append_transform(TrajCounter())
         >>> td = env.rollout(6, break_when_any_done=False)
         >>> td["traj_count"].squeeze(-1).tolist()
         [0, 0, 1, 1, 2, 2]
@@ -288,7 +300,9 @@ class TrajCounter(Transform):
         keys = list(parent.reset_keys) if parent is not None else ["_reset"]
         return keys[0]
 
-    def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
+    def _reset(
+        self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase
+    ) -> TensorDictBase:
         batch = tensordict_reset.batch_size
         reset = tensordict.get(self.reset_key, None)
         previous = tensordict.get(self.out_key, None)
@@ -304,13 +318,17 @@ class TrajCounter(Transform):
             self._count.add_(n)
             value = previous.clone()
             value[mask] = ids.to(value.dtype)
-        tensordict_reset.set(self.out_key, value.to(tensordict_reset.device) if tensordict_reset.device else value)
+        tensordict_reset.set(
+            self.out_key, value.to(tensordict_reset.device) if tensordict_reset.device else value
+        )
         return tensordict_reset
 
     def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
         value = tensordict.get(self.out_key, None)
         if value is None:
-            raise KeyError(f"TrajCounter: the step input has no {self.out_key!r} entry; reset first")
+            raise KeyError(
+                f"TrajCounter: the step input has no {self.out_key!r} entry; reset first"
+            )
         next_tensordict.set(self.out_key, value)
         return next_tensordict
 
@@ -318,7 +336,9 @@ class TrajCounter(Transform):
         raise NotImplementedError("TrajCounter runs in an env only")
 
     def _spec(self, spec: Composite) -> Composite:
-        spec[self.out_key] = Unbounded(shape=(*spec.shape, 1), dtype=torch.int64, device=spec.device)
+        spec[self.out_key] = Unbounded(
+            shape=(*spec.shape, 1), dtype=torch.int64, device=spec.device
+        )
         return spec
 
     def transform_observation_spec(self, observation_spec: Composite) -> Composite:

@@ -123,7 +123,9 @@ class BinarizeReward(Transform):
     """
 
     def __init__(
-        self, in_keys: Sequence[NestedKey] | None = None, out_keys: Sequence[NestedKey] | None = None
+        self,
+        in_keys: Sequence[NestedKey] | None = None,
+        out_keys: Sequence[NestedKey] | None = None,
     ) -> None:
         super().__init__(in_keys or ["reward"], out_keys)
 
@@ -234,7 +236,9 @@ class RewardSum(Transform):
         self.__dict__.pop("_triples_cache", None)
         super().empty_cache()
 
-    def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
+    def _reset(
+        self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase
+    ) -> TensorDictBase:
         for in_key, out_key, reset_key in self._triples():
             value = tensordict.get(out_key, None)
             reset = tensordict.get(reset_key, None)
@@ -498,7 +502,9 @@ class TargetReturn(Transform):
         self.mode = mode
         self.reset_key = reset_key or "_reset"
 
-    def _reset(self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
+    def _reset(
+        self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase
+    ) -> TensorDictBase:
         shape = (*tensordict_reset.batch_size, 1)
         reset = tensordict.get(self.reset_key, None)
         for _, out_key in self._key_pairs:
@@ -524,7 +530,9 @@ class TargetReturn(Transform):
         parent = self.parent
         shape = (*parent.batch_size, 1)
         for _, out_key in self._key_pairs:
-            spec[out_key] = Unbounded(shape=shape, dtype=torch.get_default_dtype(), device=parent.device)
+            spec[out_key] = Unbounded(
+                shape=shape, dtype=torch.get_default_dtype(), device=parent.device
+            )
         return spec
 
     def transform_observation_spec(self, observation_spec: Composite) -> Composite:

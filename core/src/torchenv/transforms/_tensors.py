@@ -19,7 +19,9 @@ __all__ = ["CatTensors", "ClipTransform", "Hash", "SignTransform", "Stack", "Una
 _OUT_PARTS = ("full_observation_spec", "full_reward_spec")
 
 
-def _combine_specs(specs: list[TensorSpec], fn: Callable[[list[torch.Tensor]], torch.Tensor]) -> TensorSpec:
+def _combine_specs(
+    specs: list[TensorSpec], fn: Callable[[list[torch.Tensor]], torch.Tensor]
+) -> TensorSpec:
     """The spec of ``fn([x_1, ..., x_n])`` for ``x_i`` in ``specs[i]``."""
     first = specs[0]
     dtype, device = first.dtype, first.device
@@ -116,7 +118,9 @@ class CatTensors(Transform):
             return next_tensordict
         next_tensordict.set(self.out_key, torch.cat(values, self.dim))
         if self.del_keys:
-            next_tensordict = next_tensordict.exclude(*[k for k in self.in_keys if k != self.out_key])
+            next_tensordict = next_tensordict.exclude(
+                *[k for k in self.in_keys if k != self.out_key]
+            )
         return next_tensordict
 
     forward = _call
@@ -451,7 +455,12 @@ class Hash(UnaryTransform):
         repertoire: dict | None = None,
     ) -> None:
         super().__init__(
-            in_keys, out_keys, in_keys_inv, out_keys_inv, fn=self._hash, inv_fn=self.get_input_from_hash,
+            in_keys,
+            out_keys,
+            in_keys_inv,
+            out_keys_inv,
+            fn=self._hash,
+            inv_fn=self.get_input_from_hash,
             use_raw_nontensor=use_raw_nontensor,
         )
         self._hash_fn = hash_fn
@@ -500,7 +509,9 @@ class Hash(UnaryTransform):
     def get_input_from_hash(self, hash_tensor: torch.Tensor) -> Any:
         """The input whose hash is ``hash_tensor`` (needs a repertoire)."""
         if self._repertoire is None:
-            raise RuntimeError("Hash: the inverse needs a repertoire (pass in_keys_inv or repertoire=)")
+            raise RuntimeError(
+                "Hash: the inverse needs a repertoire (pass in_keys_inv or repertoire=)"
+            )
         if hash_tensor.ndim == 1:
             return self._repertoire.get(tuple(hash_tensor.tolist()))
         return [self.get_input_from_hash(h) for h in hash_tensor]

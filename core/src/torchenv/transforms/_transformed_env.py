@@ -54,13 +54,13 @@ class TransformedEnv(EnvBase):
         device: move the base env to this device first.
 
     Examples:
-        >>> from torchenv.envs import PendulumEnv
+        >>> from torchenv.envs import CartPoleEnv
         >>> from torchenv.transforms import StepCounter, RewardSum
-        >>> env = TransformedEnv(PendulumEnv(), StepCounter(max_steps=10))
-        >>> env.append_transform(RewardSum())
-        >>> td = env.rollout(20)
+        >>> env = TransformedEnv(CartPoleEnv(), StepCounter(max_steps=10))
+        >>> env = env.append_transform(RewardSum())
+        >>> td = env.rollout(20, break_when_any_done=False)
         >>> td.shape, sorted(env.observation_spec.keys())
-        (torch.Size([10]), ['episode_reward', 'observation', 'step_count'])
+        (torch.Size([20]), ['episode_reward', 'observation', 'step_count'])
         >>> env.transform[-1].parent.transform[0] is not env.transform[0]  # clones
         True
     """
@@ -233,7 +233,7 @@ class TransformedEnv(EnvBase):
         self._ensure_specs()
         return self.__dict__[parent][part]
 
-    def _full_getter(parent: str, part: str):  # noqa: N805 - builds properties below
+    def _full_getter(parent: str, part: str):
         def getter(self) -> Composite:
             self._ensure_specs()
             return self.__dict__[parent][part]
@@ -340,7 +340,9 @@ class TransformedEnv(EnvBase):
         base_plan.complete_output(base, next_tensordict, step=True)
         return transform._step(tensordict_in, next_tensordict)
 
-    def _partial_base_step(self, tensordict_in: TensorDictBase, partial: torch.Tensor) -> TensorDictBase:
+    def _partial_base_step(
+        self, tensordict_in: TensorDictBase, partial: torch.Tensor
+    ) -> TensorDictBase:
         """A ``"_step"`` mask set by a transform: skip the base step (and later transforms)."""
         from torchenv.envs._step import _merge_sub_next, _skip_next
 

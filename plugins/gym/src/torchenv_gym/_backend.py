@@ -15,7 +15,13 @@ from packaging.version import Version
 
 from torchenv.versions import implement_for
 
-__all__ = ["gym_backend", "set_gym_backend", "backend_version", "check_supported"]
+__all__ = [
+    "gym_backend",
+    "set_gym_backend",
+    "backend_version",
+    "check_supported",
+    "registered_ids",
+]
 
 # Ranges this plugin supports, per library: [low, high).
 SUPPORTED: dict[str, tuple[str, str | None]] = {
@@ -63,6 +69,18 @@ def check_supported(module: ModuleType) -> None:
             f"{name} {version} is not supported by torchenv-gym (supported: {name}{span}). "
             f"Install a supported version: {_INSTALL[name]}"
         )
+
+
+def registered_ids(module: ModuleType) -> list[str]:
+    """The env ids registered with a gym-like module, sorted (namespaced ids included).
+
+    >>> import gymnasium
+    >>> "CartPole-v1" in registered_ids(gymnasium)
+    True
+    """
+    registry = module.envs.registry
+    specs = getattr(registry, "env_specs", registry)  # gym < 0.24 wraps the dict
+    return sorted(str(k) for k in specs)
 
 
 def _default() -> ModuleType:

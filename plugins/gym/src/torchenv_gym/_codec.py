@@ -105,13 +105,30 @@ def make_writer(space: Any, spec: TensorSpec, batch: tuple[int, ...] = ()) -> Wr
     if kind == "Box":
         np_dtype = np.dtype(space.dtype)
         shape = (*batch, *space.shape)
-        return lambda a: np.asarray(a.detach().cpu().numpy(), dtype=np_dtype).reshape(shape)
+
+        def write_box(a: torch.Tensor) -> np.ndarray:
+            try:
+                array = a.numpy()
+            except (RuntimeError, TypeError):  # requires grad, or not on the cpu
+                array = a.detach().cpu().numpy()
+            if array.dtype != np_dtype or array.shape != shape:
+                array = array.astype(np_dtype).reshape(shape)
+            return array
+
+        return write_box
     if kind == "Discrete":
         start = _start(space)
         if type(spec).__name__ == "OneHot":
             if batch:
                 return lambda a: a.detach().cpu().argmax(-1).numpy() + start
-            return lambda a: int(a.argmax()) + start
+
+            def write_one_hot(a: torch.Tensor) -> int:
+                try:  # a short list is much faster than torch's argmax
+                    return a.tolist().index(1) + start
+                except ValueError:  # not exactly one-hot: take the largest entry
+                    return int(a.argmax()) + start
+
+            return write_one_hot
         if batch:
             return lambda a: a.detach().cpu().numpy().reshape(batch) + start
         return lambda a: int(a) + start
@@ -134,8 +151,11 @@ def make_writer(space: Any, spec: TensorSpec, batch: tuple[int, ...] = ()) -> Wr
         np_dtype = np.dtype(space.dtype)
         return lambda a: a.detach().cpu().numpy().astype(np_dtype)
     if kind == "Dict" and isinstance(spec, Composite):
-        writers = {k: make_writer(s, spec[k], batch) for k, s in space.spaces.items()}
-        return lambda a: {k: w(a.get(k)) for k, w in writers.items()}
+        writers = {}
+        for key, sub in space.spaces.items():
+            name = key if key in spec else "observation"  # "state" may have been renamed
+            writers[key] = (name, make_writer(sub, spec[name], batch))
+        return lambda a: {key: write(a.get(name)) for key, (name, write) in writers.items()}
     if kind == "Tuple":
         subs = list(space.spaces)
         if isinstance(spec, Composite):

@@ -17,7 +17,7 @@ from tensordict import TensorDict, TensorDictBase
 
 from torchenv.envs import EnvBase
 from torchenv.specs import Bounded, Categorical, Composite, Unbounded
-from torchenv_gym._backend import gym_backend
+from torchenv_gym._backend import gym_backend, registered_ids
 from torchenv_gym._codec import make_reader, make_writer
 from torchenv_gym._info import BaseInfoDictReader, default_info_dict_reader
 from torchenv_gym._spaces import gym_space_to_spec
@@ -196,9 +196,14 @@ class GymWrapper(EnvBase):
         """Add a reader that copies ``info`` entries into the outputs, and add its specs.
 
         Without ``info_dict_reader``, a :class:`default_info_dict_reader` reading every numeric
-        entry is used. Returns the env, so calls can be chained.
+        entry is used. A default reader whose specs are not given finds them by running one reset
+        and one random step (see :meth:`auto_register_info_dict`). Returns the env.
+
+        >>> env = GymEnv("CartPole-v1").set_info_dict_reader()
         """
         reader = info_dict_reader or default_info_dict_reader(ignore_private=ignore_private)
+        if isinstance(reader, default_info_dict_reader) and not reader.complete:
+            reader.infer(self._probe_info(), tuple(self._bs))
         self.info_dict_reader.append(reader)
         spec = getattr(reader, "info_spec", None)
         if spec is not None:
@@ -208,29 +213,30 @@ class GymWrapper(EnvBase):
     def auto_register_info_dict(
         self, ignore_private: bool = True, info_dict_reader: BaseInfoDictReader | None = None
     ) -> GymWrapper:
-        """Find the info entries by running one reset and one random step, and register them.
+        """Register a reader for every numeric info entry (or ``info_dict_reader``).
 
-        Needed for infos to flow through ``ParallelEnv`` (their buffers come from the specs).
-        The env is reset again before the next use.
+        The entries are found by running one reset and one random step; the env is reset again
+        before its next use. Needed for infos to flow through ``ParallelEnv``, whose buffers come
+        from the specs.
         """
         reader = info_dict_reader or default_info_dict_reader(ignore_private=ignore_private)
-        _, info = self._api.reset_env(self._env, None, None)
-        action = self._write_action(
-            self.full_action_spec.rand() if self._action_is_td else self.action_spec.rand()
-        )
-        if self._vec is None:
-            step_info = self._api.step_env(self._env, action)[-1]
-        else:
-            step_info = self._env.step(action)[-1]
-        merged = dict(info or {}) | dict(step_info or {})
         if isinstance(reader, default_info_dict_reader):
-            reader.infer(merged, tuple(self._bs))
-        self.info_dict_reader.append(reader)
-        spec = getattr(reader, "info_spec", None)
-        if spec is not None:
-            self._add_info_specs(spec)
+            reader.infer(self._probe_info(), tuple(self._bs))
+        return self.set_info_dict_reader(reader)
+
+    def _probe_info(self) -> dict:
+        """The info dicts of one reset and one random step, merged."""
+        _, info = self._api.reset_env(self._env, None, None)
+        spec = self.full_action_spec if self._action_is_td else self.action_spec
+        action = self._write_action(spec.rand())
+        step = (
+            self._env.step if self._vec is not None else lambda a: self._api.step_env(self._env, a)
+        )
+        step_info = step(action)[-1]
         self._api.reset_env(self._env, None, None)
-        return self
+        if self._vec is not None:
+            self._vec.last_obs = None  # the next reset is a full one
+        return dict(info or {}) | dict(step_info or {})
 
     def _add_info_specs(self, spec: Composite) -> None:
         batch = tuple(self._bs)
@@ -322,7 +328,7 @@ class GymWrapper(EnvBase):
     @classmethod
     def available_envs(cls) -> list[str]:
         """Ids of the envs registered in the current gym backend."""
-        return sorted(gym_backend().envs.registry.keys())
+        return registered_ids(gym_backend())
 
     def __getattr__(self, name: str) -> Any:
         try:

@@ -40,27 +40,23 @@ def torchenv_backends() -> list[Backend]:
 def torchenv_list_envs(backend: str) -> list[str] | None:
     if backend not in _LIBRARIES:
         return None
-    from torchenv_gym._backend import set_gym_backend
+    from torchenv_gym._backend import registered_ids, set_gym_backend
 
     with set_gym_backend(backend) as chosen:
-        return sorted(str(k) for k in chosen.backend.envs.registry)
+        return registered_ids(chosen.backend)
 
 
 @hookimpl
 def torchenv_make_env(backend: str, env_id: str, kwargs: dict[str, Any]) -> Any:
     if backend not in _LIBRARIES:
         return None
-    from torchenv_gym._backend import set_gym_backend
+    from torchenv_gym._backend import registered_ids, set_gym_backend
     from torchenv_gym._env import GymEnv
 
     with set_gym_backend(backend) as chosen:
-        registry = chosen.backend.envs.registry
-        if env_id not in registry:
-            _raise_unknown(backend, env_id, registry)
+        known = registered_ids(chosen.backend)
+        if env_id not in known:
+            from torchenv.registry import UnknownEnvError
+
+            raise UnknownEnvError(backend, env_id, known)
         return GymEnv(env_id, **kwargs)
-
-
-def _raise_unknown(backend: str, env_id: str, registry: Any) -> None:
-    from torchenv.registry import UnknownEnvError
-
-    raise UnknownEnvError(backend, env_id, [str(k) for k in registry])

@@ -26,6 +26,11 @@ class BaseInfoDictReader:
         raise NotImplementedError
 
     @property
+    def complete(self) -> bool:
+        """Whether the keys and all their specs are known."""
+        return self.keys is not None and all(k in self._specs for k in self.keys)
+
+    @property
     def info_spec(self) -> Composite | None:
         """Specs of the entries this reader writes (without batch dims), ``None`` if unknown yet."""
         raise NotImplementedError
@@ -113,13 +118,18 @@ class default_info_dict_reader(BaseInfoDictReader):
         self._zeros = {}
 
     @property
+    def complete(self) -> bool:
+        """Whether the keys and all their specs are known."""
+        return self.keys is not None and all(k in self._specs for k in self.keys)
+
+    @property
     def info_spec(self) -> Composite | None:
         if self.keys is None:
             return None
         return Composite({k: self._specs[k] for k in self.keys if k in self._specs})
 
     def __call__(self, info_dict: Mapping[str, Any], tensordict: TensorDictBase) -> TensorDictBase:
-        if self.keys is None or any(k not in self._specs for k in self.keys):
+        if not self.complete:
             self.infer(info_dict, self.batch)
         batch = self.batch
         for key in self.keys:

@@ -103,17 +103,17 @@ class VectorAdapter:
         info: Any = {}
         if mask is None:
             obs, info = w._api.reset_env(self.env, seed, options)
-            self.ended[:] = False
+            self.ended = np.zeros(self.num_envs, dtype=bool)
             self.next_obs = None
         elif not mask.any():
             obs = self.last_obs
         elif self.mode == AUTORESET_DISABLED:
             options = dict(options or {}) | {"reset_mask": mask}
             obs, info = w._api.reset_env(self.env, seed, options)
-            self.ended &= ~mask
+            self.ended = self.ended & ~mask  # never in place: shared with outputs
         elif self.mode == AUTORESET_SAME_STEP:
             obs = _where(mask & self.ended, self.next_obs, self.last_obs)
-            self.ended &= ~mask
+            self.ended = self.ended & ~mask  # never in place: shared with outputs
         else:  # next step: gymnasium resets those envs during the next step
             obs = self.last_obs
         self.last_obs = obs

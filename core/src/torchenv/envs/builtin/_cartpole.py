@@ -127,17 +127,16 @@ class CartPoleEnv(EnvBase):
 
     def _reset(self, tensordict: TensorDictBase | None, **kwargs) -> TensorDictBase:
         shape = self._steps.shape
-        fresh = torch.rand(
-            (*shape, 4), generator=self.rng, dtype=torch.float64, device=self._state.device
-        )
-        fresh = fresh.mul_(2 * self.reset_noise).sub_(self.reset_noise)
         reset = None if tensordict is None else tensordict.get("_reset", None)
-        if reset is None:
-            self._state = fresh
+        if reset is None or not shape:
+            self._state = self._initial_states(shape)
             self._steps = torch.zeros_like(self._steps)
         else:
+            # draw fresh states for the reset sub-envs only (drawing is the costly part)
             mask = reset.reshape(shape)
-            self._state = torch.where(mask.unsqueeze(-1), fresh, self._state)
+            where = mask.nonzero(as_tuple=True)
+            self._state = state = self._state.clone()
+            state[where] = self._initial_states((where[0].numel(),))
             self._steps = self._steps.masked_fill(mask, 0)
         flag = torch.zeros((*shape, 1), dtype=torch.bool, device=self._state.device)
         return TensorDict(
@@ -150,6 +149,14 @@ class CartPoleEnv(EnvBase):
             shape,
             device=self.device,
         )
+
+    def _initial_states(self, shape: tuple[int, ...] | torch.Size) -> torch.Tensor:
+        """Uniform states in ``[-reset_noise, reset_noise]``, shape ``[*shape, 4]``, float64."""
+        noise = self.reset_noise
+        fresh = torch.rand(
+            (*shape, 4), generator=self.rng, dtype=torch.float64, device=self._state.device
+        )
+        return fresh.mul_(2 * noise).sub_(noise)
 
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
         # Same float64 operations, in the same order, as gymnasium's CartPole-v1 step, on the
@@ -172,14 +179,26 @@ class CartPoleEnv(EnvBase):
         xacc = temp - pml * thetaacc * costheta / total_mass
         # explicit Euler: (x, x_dot, theta, theta_dot) += tau * (x_dot, xacc, theta_dot, thetaacc)
         rates = torch.stack([state[..., 1], xacc, theta_dot, thetaacc], -1)
-        self._state = state = state + self.tau * rates
-        self._steps = steps = self._steps + 1
+        new_state = state + self.tau * rates
+        steps = self._steps + 1
+        partial = tensordict.get("_step", None)
+        if partial is None:
+            reward = torch.ones((*steps.shape, 1), dtype=torch.float32, device=steps.device)
+        else:
+            # partial step: the sub-envs outside the "_step" mask keep their state and count,
+            # hence their observation and done flags, and get no reward
+            stepped = partial.reshape(steps.shape)
+            new_state = torch.where(stepped.unsqueeze(-1), new_state, state)
+            steps = torch.where(stepped, steps, self._steps)
+            reward = stepped.unsqueeze(-1).to(torch.float32)
+        self._state = state = new_state
+        self._steps = steps
         terminated = (state.abs() > self._limits).any(-1, keepdim=True)
         truncated = (steps >= self.max_episode_steps).unsqueeze(-1)
         return TensorDict(
             {
                 "observation": state.to(torch.float32),
-                "reward": torch.ones_like(truncated, dtype=torch.float32),
+                "reward": reward,
                 "done": terminated | truncated,
                 "terminated": terminated,
                 "truncated": truncated,

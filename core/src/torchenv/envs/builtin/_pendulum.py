@@ -51,7 +51,7 @@ class PendulumEnv(EnvBase):
     torch.Size([5])
     """
 
-    batch_locked = False
+    _batch_locked = False
     DEFAULT_X = math.pi
     DEFAULT_Y = 1.0
 

@@ -29,7 +29,8 @@ class TicTacToeEnv(EnvBase):
     :meth:`rand_action` samples legal moves only. A winning move ends the game and earns its
     player a reward of 1 (``("player0", "reward")`` or ``("player1", "reward")``); a full board
     ends it in a draw. Playing an occupied cell raises a :class:`ValueError`: policies must
-    honour ``"action_mask"``.
+    honour ``"action_mask"`` (the key TorchRL's ``ActionMask`` transform reads; TorchRL's own
+    TicTacToeEnv calls it ``"mask"``).
 
     With ``single_player=True`` the agent is ``player0`` and ``player1`` answers each move at
     once with a uniformly random legal move drawn from the env's own (seedable) generator.
@@ -47,7 +48,7 @@ class TicTacToeEnv(EnvBase):
     (False, 1)
     """
 
-    batch_locked = False
+    _batch_locked = False
 
     def __init__(
         self,

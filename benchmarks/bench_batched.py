@@ -1,0 +1,167 @@
+"""Batched envs: torchenv ``ParallelEnv`` vs gymnasium ``AsyncVectorEnv`` vs TorchRL ``ParallelEnv``.
+
+CartPole-v1 and Pendulum-v1 with 2 and 4 workers. For each: throughput (env steps per second of
+a ``step_and_maybe_reset`` loop with random actions; for gymnasium, ``envs.step`` with its
+autoreset) and start-up time (construction to the end of the first reset). Our side uses the gym
+plugin's ``GymEnv`` when ``torchenv_gym`` is importable (the same simulator as the others), else
+the built-in ``CartPoleEnv`` / ``PendulumEnv`` (printed). TorchRL's side runs in a subprocess of
+the interpreter named by ``TORCHENV_BENCH_TORCHRL_PYTHON`` (skipped with a message when unset or
+missing) with its ``GymEnv`` and default start method.
+
+Run: ``python benchmarks/bench_batched.py`` (``--seconds S`` per measurement, ``--workers 2 4``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+ENV_IDS = ("CartPole-v1", "Pendulum-v1")
+
+
+def _loop(step, seconds: float, warmup: int = 30) -> tuple[int, float]:
+    """Run ``step()`` for about ``seconds``; returns (iterations, elapsed)."""
+    for _ in range(warmup):
+        step()
+    n, start = 0, time.perf_counter()
+    deadline = start + seconds
+    while True:
+        for _ in range(50):
+            step()
+        n += 50
+        now = time.perf_counter()
+        if now >= deadline:
+            return n, now - start
+
+
+def bench_torchenv(env_id: str, workers: int, seconds: float) -> dict:
+    from torchenv.batched import ParallelEnv
+
+    try:
+        import functools
+
+        from torchenv_gym import GymEnv
+
+        make = functools.partial(GymEnv, env_id)
+        which = f'torchenv_gym.GymEnv("{env_id}")'
+    except ImportError:
+        from torchenv.envs.builtin import CartPoleEnv, PendulumEnv
+
+        make = CartPoleEnv if env_id.startswith("CartPole") else PendulumEnv
+        which = f"builtin {make.__name__}"
+    start = time.perf_counter()
+    env = ParallelEnv(workers, make)
+    td = env.reset()
+    startup = time.perf_counter() - start
+    state = {"td": td}
+
+    def step():
+        td = env.rand_action(state["td"])
+        _, state["td"] = env.step_and_maybe_reset(td)
+
+    n, elapsed = _loop(step, seconds)
+    env.close()
+    return {"sps": n * workers / elapsed, "startup": startup, "which": which}
+
+
+def bench_gymnasium(env_id: str, workers: int, seconds: float) -> dict:
+    import gymnasium as gym
+
+    start = time.perf_counter()
+    envs = gym.vector.AsyncVectorEnv([lambda: gym.make(env_id)] * workers)
+    envs.reset(seed=0)
+    startup = time.perf_counter() - start
+    sample = envs.action_space.sample
+
+    def step():
+        envs.step(sample())
+
+    n, elapsed = _loop(step, seconds)
+    envs.close()
+    return {"sps": n * workers / elapsed, "startup": startup}
+
+
+_TORCHRL_SCRIPT = r"""
+import json, sys, time
+from torchrl.envs import GymEnv, ParallelEnv
+env_id, workers, seconds = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+def make():
+    return GymEnv(env_id)
+if __name__ == "__main__":
+    start = time.perf_counter()
+    env = ParallelEnv(workers, make)
+    td = env.reset()
+    startup = time.perf_counter() - start
+    for _ in range(30):
+        td = env.rand_action(td); _, td = env.step_and_maybe_reset(td)
+    n, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        for _ in range(50):
+            td = env.rand_action(td); _, td = env.step_and_maybe_reset(td)
+        n += 50
+    elapsed = time.perf_counter() - t0
+    env.close()
+    print(json.dumps({"sps": n * workers / elapsed, "startup": startup}))
+"""
+
+
+def bench_torchrl(env_id: str, workers: int, seconds: float) -> dict | None:
+    python = os.environ.get("TORCHENV_BENCH_TORCHRL_PYTHON")
+    if not python or not os.path.exists(python):
+        return None
+    proc = subprocess.run(
+        [python, "-c", _TORCHRL_SCRIPT, env_id, str(workers), str(seconds)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    if proc.returncode != 0:
+        print(f"TorchRL side failed for {env_id} x{workers}:\n{proc.stderr[-2000:]}")
+        return None
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=2.0, help="per measurement")
+    parser.add_argument("--workers", type=int, nargs="+", default=[2, 4])
+    args = parser.parse_args()
+    if not os.environ.get("TORCHENV_BENCH_TORCHRL_PYTHON"):
+        print("TORCHENV_BENCH_TORCHRL_PYTHON is not set: skipping the TorchRL side.")
+
+    rows = []
+    for env_id in ENV_IDS:
+        for workers in args.workers:
+            ours = bench_torchenv(env_id, workers, args.seconds)
+            gymv = bench_gymnasium(env_id, workers, args.seconds)
+            trl = bench_torchrl(env_id, workers, args.seconds)
+            rows.append((env_id, workers, ours, gymv, trl))
+            print(f"done: {env_id} x{workers} (ours: {ours['which']})", file=sys.stderr)
+
+    print(f"\nos.cpu_count()={os.cpu_count()}; steps/s = env steps per second, higher is better")
+    head = (
+        f"{'env':<12} {'W':>2} | {'torchenv':>9} {'gym Async':>9} {'TorchRL':>9} | "
+        f"{'x gym':>6} {'x TorchRL':>9} || startup s: {'ours':>6} {'gym':>6} {'TorchRL':>7} "
+        f"{'ours/TRL':>8}"
+    )
+    print(head)
+    print("-" * len(head))
+    for env_id, workers, ours, gymv, trl in rows:
+        trl_sps = f"{trl['sps']:9.0f}" if trl else f"{'-':>9}"
+        trl_start = f"{trl['startup']:7.2f}" if trl else f"{'-':>7}"
+        x_trl = f"{ours['sps'] / trl['sps']:9.2f}" if trl else f"{'-':>9}"
+        start_ratio = f"{ours['startup'] / trl['startup']:8.3f}" if trl else f"{'-':>8}"
+        print(
+            f"{env_id:<12} {workers:>2} | {ours['sps']:9.0f} {gymv['sps']:9.0f} {trl_sps} | "
+            f"{ours['sps'] / gymv['sps']:6.2f} {x_trl} || {'':11}{ours['startup']:6.3f} "
+            f"{gymv['startup']:6.3f} {trl_start} {start_ratio}"
+        )
+    print(f"\nours: {rows[0][2]['which']} / {rows[-1][2]['which']}")
+
+
+if __name__ == "__main__":
+    main()

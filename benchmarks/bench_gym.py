@@ -1,0 +1,152 @@
+"""torchenv-gym vs raw gymnasium vs TorchRL's GymEnv: steps per second, side by side.
+
+Single envs (CartPole-v1, Pendulum-v1, HalfCheetah-v5 when mujoco is installed): ``env.rollout``
+with random actions from the action spec, without stopping at the end of episodes (resets
+included), against a plain gymnasium loop (``env.step`` + ``env.reset`` when done, fixed
+actions) and against TorchRL's ``GymEnv.rollout`` run by the TorchRL interpreter named in
+``TORCHENV_BENCH_TORCHRL_PYTHON`` (skipped when unset).
+
+Vector envs: ``GymEnv("CartPole-v1", num_envs=N)`` (rollout, partial resets included) against the
+same gymnasium vector env stepped directly (its own autoreset), for the ``sync`` and
+``vector_entry_point`` modes.
+
+Run: ``python benchmarks/bench_gym.py`` (about a minute).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import time
+import warnings
+
+warnings.filterwarnings("ignore")
+
+SINGLE = ["CartPole-v1", "Pendulum-v1"] + (
+    ["HalfCheetah-v5"] if importlib.util.find_spec("mujoco") else []
+)
+VECTOR = [(64, "sync"), (1024, "sync"), (64, "vector_entry_point"), (1024, "vector_entry_point")]
+SECONDS = 1.5
+
+
+def _rate(run, steps_per_call: int, seconds: float = SECONDS) -> float:
+    """Calls ``run()`` repeatedly for about ``seconds``; returns steps per second (best of 3)."""
+    run()  # warm up
+    best = 0.0
+    for _ in range(3):
+        calls, start = 0, time.perf_counter()
+        while True:
+            run()
+            calls += 1
+            elapsed = time.perf_counter() - start
+            if elapsed > seconds / 3:
+                break
+        best = max(best, calls * steps_per_call / elapsed)
+    return best
+
+
+# ---------------------------------------------------------------------------------- our side
+def ours_single(env_id: str) -> float:
+    from torchenv_gym import GymEnv
+
+    env = GymEnv(env_id)
+    env.set_seed(0)
+    n = 1000 if env_id != "HalfCheetah-v5" else 300
+    return _rate(lambda: env.rollout(n, break_when_any_done=False), n)
+
+
+def raw_single(env_id: str) -> float:
+    import gymnasium
+
+    env = gymnasium.make(env_id)
+    env.reset(seed=0)
+    action = env.action_space.sample()
+    n = 1000 if env_id != "HalfCheetah-v5" else 300
+
+    def run():
+        for _ in range(n):
+            _, _, terminated, truncated, _ = env.step(action)
+            if terminated or truncated:
+                env.reset()
+
+    return _rate(run, n)
+
+
+def ours_vector(num_envs: int, mode: str) -> float:
+    from torchenv_gym import GymEnv
+
+    env = GymEnv("CartPole-v1", num_envs=num_envs, vectorization_mode=mode)
+    env.set_seed(0)
+    n = 200 if mode == "vector_entry_point" else 20
+    return _rate(lambda: env.rollout(n, break_when_any_done=False), n * num_envs)
+
+
+def raw_vector(num_envs: int, mode: str) -> float:
+    import gymnasium
+    import numpy as np
+
+    env = gymnasium.make_vec("CartPole-v1", num_envs=num_envs, vectorization_mode=mode)
+    env.reset(seed=0)
+    actions = np.random.default_rng(0).integers(0, 2, num_envs)
+    n = 200 if mode == "vector_entry_point" else 20
+
+    def run():
+        for _ in range(n):
+            env.step(actions)
+
+    return _rate(run, n * num_envs)
+
+
+# ---------------------------------------------------------------------------- TorchRL's side
+def torchrl_single(env_id: str) -> float:
+    from torchrl.envs import GymEnv
+
+    env = GymEnv(env_id)
+    env.set_seed(0)
+    n = 300 if env_id != "HalfCheetah-v5" else 100
+    return _rate(lambda: env.rollout(n, break_when_any_done=False), n)
+
+
+def _torchrl_side() -> dict[str, float] | str:
+    python = os.environ.get("TORCHENV_BENCH_TORCHRL_PYTHON")
+    if not python or not os.path.exists(python):
+        return "set TORCHENV_BENCH_TORCHRL_PYTHON to a python with torchrl to compare"
+    proc = subprocess.run(
+        [python, __file__, "--torchrl"], capture_output=True, text=True, timeout=300
+    )
+    if proc.returncode:
+        return f"TorchRL side failed: {proc.stderr.strip().splitlines()[-1:]}"
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    if "--torchrl" in sys.argv:
+        print(json.dumps({env_id: torchrl_single(env_id) for env_id in SINGLE}))
+        return
+    import gymnasium
+
+    print(f"gymnasium {gymnasium.__version__}, {os.cpu_count()} cpus; steps/s, best of 3")
+    trl = _torchrl_side()
+    if isinstance(trl, str):
+        print(f"(TorchRL side skipped: {trl})")
+        trl = {}
+    header = f"{'single env':<18}{'torchenv':>12}{'gymnasium':>12}{'TorchRL':>12}"
+    print(header + f"{'vs raw':>9}{'vs TorchRL':>12}")
+    for env_id in SINGLE:
+        ours, raw = ours_single(env_id), raw_single(env_id)
+        theirs = trl.get(env_id)
+        vs_trl = f"{ours / theirs:>11.1f}x" if theirs else f"{'-':>12}"
+        col = f"{theirs:>12,.0f}" if theirs else f"{'-':>12}"
+        print(f"{env_id:<18}{ours:>12,.0f}{raw:>12,.0f}{col}{ours / raw:>8.0%} {vs_trl}")
+    print(f"\n{'CartPole vector':<30}{'torchenv':>14}{'gymnasium':>14}{'ratio':>8}")
+    for num_envs, mode in VECTOR:
+        ours, raw = ours_vector(num_envs, mode), raw_vector(num_envs, mode)
+        label = f"num_envs={num_envs} {mode}"
+        print(f"{label:<30}{ours:>14,.0f}{raw:>14,.0f}{ours / raw:>8.0%}")
+
+
+if __name__ == "__main__":
+    main()

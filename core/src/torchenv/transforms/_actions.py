@@ -1,0 +1,366 @@
+"""Action transforms: ActionMask, DiscreteActionProjection, ActionDiscretizer, MultiAction."""
+
+from __future__ import annotations
+
+import torch
+from tensordict import TensorDictBase
+from tensordict.utils import NestedKey
+
+from torchenv.specs import Bounded, Categorical, Composite, OneHot, TensorSpec
+from torchenv.transforms._base import Transform, _normalize_keys
+
+__all__ = ["ActionDiscretizer", "ActionMask", "DiscreteActionProjection", "MultiAction"]
+
+
+class ActionMask(Transform):
+    """Keeps the env's action spec masked with the latest ``"action_mask"`` observation.
+
+    After every reset and step, the mask is written into the action spec of the env, so
+    that ``rand_action`` (and policies reading the spec) only pick allowed actions.
+
+    Args:
+        action_key: the masked action. Defaults to ``"action"``.
+        mask_key: the mask entry. Defaults to ``"action_mask"``.
+
+    Examples:
+        >>> from torchenv.envs import TicTacToeEnv
+        >>> from torchenv.transforms import TransformedEnv
+        >>> env = TransformedEnv(TicTacToeEnv(), ActionMask())
+        >>> td = env.rollout(9)  # random moves are always legal
+        >>> bool(td["next", "done"][-1])
+        True
+    """
+
+    def __init__(
+        self, action_key: NestedKey = "action", mask_key: NestedKey = "action_mask"
+    ) -> None:
+        super().__init__(in_keys=[action_key, mask_key], out_keys=[])
+        self.action_key, self.mask_key = _normalize_keys([action_key, mask_key])
+
+    def _call(self, next_tensordict: TensorDictBase) -> TensorDictBase:
+        env = self.container
+        if env is None:
+            raise RuntimeError("ActionMask needs an env (it updates the env's action spec)")
+        mask = next_tensordict.get(self.mask_key, None)
+        if mask is None:
+            if self.missing_tolerance:
+                return next_tensordict
+            raise KeyError(f"ActionMask: the mask entry {self.mask_key!r} is missing")
+        spec = env.full_action_spec[self.action_key]
+        if not hasattr(spec, "update_mask"):
+            raise TypeError(
+                f"ActionMask: the action spec of {self.action_key!r} is a {type(spec).__name__}, "
+                "which has no mask (use Categorical, OneHot, MultiCategorical or MultiOneHot)"
+            )
+        spec.update_mask(mask.to(spec.device) if spec.device is not None else mask)
+        return next_tensordict
+
+    def _reset(
+        self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase
+    ) -> TensorDictBase:
+        return self._call(tensordict_reset)
+
+    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        raise RuntimeError("ActionMask runs in an env only (it updates the env's action spec)")
+
+    def __repr__(self) -> str:
+        return f"ActionMask(action_key={self.action_key!r}, mask_key={self.mask_key!r})"
+
+
+class DiscreteActionProjection(Transform):
+    """Lets a policy with ``max_actions`` one-hot actions act in an env with fewer of them.
+
+    The inverse maps a one-hot action of size ``max_actions`` to one of size
+    ``num_actions_effective``; indices beyond the env's range are replaced by a random
+    valid action. With ``include_forward``, the forward map pads the env's actions back.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> t = DiscreteActionProjection(2, 4)
+        >>> t.inv(TensorDict(action=torch.tensor([0, 1, 0, 0])))["action"]
+        tensor([0, 1])
+    """
+
+    def __init__(
+        self,
+        num_actions_effective: int,
+        max_actions: int,
+        action_key: NestedKey = "action",
+        include_forward: bool = True,
+    ) -> None:
+        if num_actions_effective > max_actions:
+            raise ValueError(
+                f"DiscreteActionProjection: num_actions_effective ({num_actions_effective}) must "
+                f"not exceed max_actions ({max_actions})"
+            )
+        in_keys = [action_key] if include_forward else []
+        super().__init__(in_keys, in_keys, [action_key], [action_key])
+        self.num_actions_effective = num_actions_effective
+        self.max_actions = max_actions
+        self.include_forward = include_forward
+
+    def _apply_transform(self, action: torch.Tensor) -> torch.Tensor:
+        pad = self.max_actions - action.shape[-1]
+        if pad < 0:
+            raise ValueError(
+                f"DiscreteActionProjection: expected {self.num_actions_effective} actions, "
+                f"got a last dim of {action.shape[-1]}"
+            )
+        return torch.nn.functional.pad(action, (0, pad))
+
+    def _inv_apply_transform(self, action: torch.Tensor) -> torch.Tensor:
+        if action.shape[-1] != self.max_actions:
+            raise ValueError(
+                f"DiscreteActionProjection: expected one-hot actions of size {self.max_actions}, "
+                f"got shape {tuple(action.shape)}"
+            )
+        index = action.long().argmax(-1)
+        invalid = index >= self.num_actions_effective
+        if invalid.any():
+            random = torch.randint(self.num_actions_effective, index.shape, device=index.device)
+            index = torch.where(invalid, random, index)
+        out = torch.nn.functional.one_hot(index, self.num_actions_effective)
+        return out.to(action.dtype)
+
+    def _call(self, next_tensordict: TensorDictBase) -> TensorDictBase:
+        # step outputs hold no action: the forward map only applies where one is present
+        for in_key, out_key in self._key_pairs:
+            value = next_tensordict.get(in_key, None)
+            if value is not None:
+                next_tensordict.set(out_key, self._apply_transform(value))
+        return next_tensordict
+
+    def _reset(self, tensordict, tensordict_reset):
+        return tensordict_reset
+
+    def transform_input_spec(self, input_spec: Composite) -> Composite:
+        def outer(spec: TensorSpec) -> TensorSpec:
+            if not isinstance(spec, OneHot):
+                raise TypeError(
+                    f"DiscreteActionProjection needs a OneHot action spec, got {type(spec).__name__}"
+                )
+            return OneHot(
+                self.max_actions,
+                shape=(*spec.shape[:-1], self.max_actions),
+                dtype=spec.dtype,
+                device=spec.device,
+            )
+
+        self._map_inv_specs(input_spec["full_action_spec"], outer)
+        return input_spec
+
+    def __repr__(self) -> str:
+        return f"DiscreteActionProjection(num_actions_effective={self.num_actions_effective}, max_actions={self.max_actions})"
+
+
+class ActionDiscretizer(Transform):
+    """Exposes a bounded continuous action as ``num_intervals`` discrete choices per dim.
+
+    The policy writes integer actions (``Categorical`` spec, same shape as the continuous one);
+    the inverse maps each index to the median (``sampling="median"``), low or high end of its
+    interval. With ``out_action_key`` different from ``action_key``, only the discrete entry is
+    exposed as an action.
+
+    Examples:
+        >>> from torchenv.envs import PendulumEnv
+        >>> from torchenv.transforms import TransformedEnv
+        >>> env = TransformedEnv(PendulumEnv(), ActionDiscretizer(num_intervals=5))
+        >>> env.action_spec.space.n, env.rand_step()["action"].dtype
+        (5, torch.int64)
+    """
+
+    SAMPLING = {"median": 0.5, "low": 0.0, "high": 1.0}
+
+    def __init__(
+        self,
+        num_intervals: int,
+        action_key: NestedKey = "action",
+        out_action_key: NestedKey | None = None,
+        sampling: str | None = None,
+        categorical: bool = True,
+    ) -> None:
+        if num_intervals < 2:
+            raise ValueError(f"ActionDiscretizer: num_intervals must be >= 2, got {num_intervals}")
+        sampling = (sampling or "median").lower()
+        if sampling not in self.SAMPLING:
+            raise ValueError(
+                f"ActionDiscretizer: sampling must be one of {list(self.SAMPLING)}, got {sampling!r}"
+            )
+        if not categorical:
+            raise NotImplementedError("ActionDiscretizer: only categorical=True is supported")
+        out_action_key = out_action_key if out_action_key is not None else action_key
+        super().__init__(in_keys_inv=[action_key], out_keys_inv=[out_action_key])
+        self.num_intervals = num_intervals
+        self.action_key, self.out_action_key = _normalize_keys([action_key, out_action_key])
+        self.sampling = sampling
+        self.categorical = categorical
+        self.register_buffer("_low", None)
+        self.register_buffer("_high", None)
+        self.register_buffer("_inner_dtype_marker", None)
+        self._inner_dtype = None
+
+    def _inv_apply_transform(self, index: torch.Tensor) -> torch.Tensor:
+        if self._low is None:
+            raise RuntimeError(
+                "ActionDiscretizer needs an env with a Bounded action (none seen yet)"
+            )
+        frac = (index.to(self._low.dtype) + self.SAMPLING[self.sampling]) / self.num_intervals
+        value = self._low + (self._high - self._low) * frac
+        return value.to(self._inner_dtype)
+
+    def _reset(self, tensordict, tensordict_reset):
+        return tensordict_reset
+
+    def transform_input_spec(self, input_spec: Composite) -> Composite:
+        def outer(spec: TensorSpec) -> TensorSpec:
+            if not isinstance(spec, Bounded):
+                raise TypeError(
+                    f"ActionDiscretizer needs a Bounded action spec for {self.action_key!r}, "
+                    f"got {type(spec).__name__}"
+                )
+            self._low = spec.space.low.to(torch.float64).clone()
+            self._high = spec.space.high.to(torch.float64).clone()
+            self._inner_dtype = spec.dtype
+            return Categorical(
+                self.num_intervals, shape=spec.shape, dtype=torch.int64, device=spec.device
+            )
+
+        self._map_inv_specs(input_spec["full_action_spec"], outer)
+        return input_spec
+
+    def __repr__(self) -> str:
+        return f"ActionDiscretizer(num_intervals={self.num_intervals}, sampling={self.sampling!r})"
+
+
+class MultiAction(Transform):
+    """Executes a sequence of actions (stacked along ``dim``) in one step of the env.
+
+    The policy writes actions with an extra dim; each is run in the parent env in turn, stopping
+    early where the env gets done (the remaining sub-steps are skipped). With ``stack_rewards``,
+    the reward of every sub-step is returned, stacked along ``dim``; with ``stack_observations``
+    the observations of every sub-step are returned under ``("stacked", key)``.
+    With ``num_actions`` (the size of the extra dim) the specs describe the stacked actions and
+    rewards, so the env passes ``check_env_specs``.
+
+    Examples:
+        >>> import torch
+        >>> from torchenv.envs import PendulumEnv
+        >>> from torchenv.transforms import TransformedEnv
+        >>> env = TransformedEnv(PendulumEnv(), MultiAction(num_actions=3))
+        >>> td = env.reset()
+        >>> td["action"] = torch.zeros(3, 1)  # three sub-steps
+        >>> env.step(td)["next", "reward"].shape
+        torch.Size([3, 1])
+    """
+
+    def __init__(
+        self,
+        *,
+        dim: int = 1,
+        stack_rewards: bool = True,
+        stack_observations: bool = False,
+        num_actions: int | None = None,
+    ) -> None:
+        if dim < 1:
+            raise ValueError(f"MultiAction: dim must be >= 1 (after the batch dims), got {dim}")
+        super().__init__()
+        self.dim = dim
+        self.stack_rewards = stack_rewards
+        self.stack_observations = stack_observations
+        self.num_actions = num_actions
+        self.__dict__["_stacks"] = None
+
+    @property
+    def _has_inverse(self) -> bool:
+        return True
+
+    def _inv_call(self, tensordict: TensorDictBase) -> TensorDictBase:
+        parent = self.parent
+        if parent is None:
+            raise RuntimeError("MultiAction needs an env")
+        from torchenv.envs import step_mdp
+
+        nb = tensordict.batch_dims
+        axis = nb + self.dim - 1
+        actions = {k: tensordict.get(k) for k in parent.action_keys}
+        n = next(iter(actions.values())).shape[axis]
+        per_step = [{k: v.select(axis, i) for k, v in actions.items()} for i in range(n)]
+        rewards, observations = [], []
+        td = tensordict
+        stepping = torch.ones(tensordict.batch_size, dtype=torch.bool, device=tensordict.device)
+        for sub in per_step[:-1]:
+            td = td.copy()
+            for k, v in sub.items():
+                td.set(k, v)
+            if not stepping.all():
+                td.set("_step", stepping.clone())
+            td = parent.step(td)
+            nxt = td.get("next")
+            rewards.append(nxt.select(*parent.reward_keys))
+            observations.append(nxt.select(*parent.observation_keys))
+            done = nxt.get("done", None)
+            td = step_mdp(td)
+            if done is not None:
+                stepping = stepping & ~done.reshape(stepping.shape)
+        td = td.copy()
+        for k, v in per_step[-1].items():
+            td.set(k, v)
+        if not stepping.all():
+            td.set("_step", stepping)
+        self.__dict__["_stacks"] = (rewards, observations)
+        return td
+
+    def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
+        stacks = self.__dict__["_stacks"]
+        if stacks is None:
+            return next_tensordict
+        rewards, observations = stacks
+        self.__dict__["_stacks"] = None
+        axis = next_tensordict.batch_dims + self.dim - 1
+        parent = self.parent
+        if self.stack_rewards:
+            for key in parent.reward_keys:
+                values = [r.get(key) for r in rewards] + [next_tensordict.get(key)]
+                next_tensordict.set(key, torch.stack(values, axis))
+        if self.stack_observations:
+            for key in parent.observation_keys:
+                values = [o.get(key) for o in observations] + [next_tensordict.get(key)]
+                next_tensordict.set(
+                    (*("stacked",), *((key,) if isinstance(key, str) else key)),
+                    torch.stack(values, axis),
+                )
+        return next_tensordict
+
+    def _reset(self, tensordict, tensordict_reset):
+        return tensordict_reset
+
+    def _stacked(self, spec: Composite) -> Composite:
+        nb = len(spec.shape)
+        for key in list(spec.keys(True, True)):
+            leaf = spec[key]
+            axis = nb + self.dim - 1
+            spec[key] = leaf.unsqueeze(axis).expand(
+                *leaf.shape[:axis], self.num_actions, *leaf.shape[axis:]
+            )
+        return spec
+
+    def transform_action_spec(self, action_spec: Composite) -> Composite:
+        return action_spec if self.num_actions is None else self._stacked(action_spec)
+
+    def transform_reward_spec(self, reward_spec: Composite) -> Composite:
+        if self.num_actions is None or not self.stack_rewards:
+            return reward_spec
+        return self._stacked(reward_spec)
+
+    def transform_observation_spec(self, observation_spec: Composite) -> Composite:
+        if self.num_actions is None or not self.stack_observations:
+            return observation_spec
+        parent = self.parent
+        stacked = self._stacked(parent.full_observation_spec.clone())
+        for key in list(stacked.keys(True, True)):
+            observation_spec[("stacked", *((key,) if isinstance(key, str) else key))] = stacked[key]
+        return observation_spec
+
+    def __repr__(self) -> str:
+        return f"MultiAction(dim={self.dim}, stack_rewards={self.stack_rewards})"

@@ -1,0 +1,75 @@
+"""EnvCreator: picklable factories whose envs share their tensor state."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+import torch
+
+from torchenv.batched import EnvCreator, ParallelEnv, SerialEnv
+
+
+def test_creator_of_a_lambda_pickles_and_builds(noise_env_cls):
+    creator = EnvCreator(lambda: noise_env_cls(obs_dim=2))
+    clone = pickle.loads(pickle.dumps(creator))
+    env = clone()
+    assert isinstance(env, noise_env_cls)
+    assert env.reset()["obs"].shape == torch.Size([2])
+    assert creator.meta_data["batch_size"] == torch.Size([])
+    assert creator.meta_data["output_spec"]["full_observation_spec"]["obs"].shape == (2,)
+
+
+def test_creator_kwargs_and_variant(noise_env_cls):
+    creator = EnvCreator(noise_env_cls, {"obs_dim": 4})
+    assert creator().obs_dim == 4
+    # creator kwargs take precedence over call-time kwargs
+    assert creator(obs_dim=2).obs_dim == 4
+    variant = creator.make_variant(scale=3.0)
+    assert variant().scale == 3.0
+    assert variant().obs_dim == 4
+    assert "scale" not in creator.create_env_kwargs
+
+
+def test_envs_of_a_creator_share_their_buffers(noise_env_cls):
+    creator = EnvCreator(noise_env_cls)
+    a, b = creator(), creator()
+    a.bump(2.0)
+    assert float(b.stat) == 2.0
+    assert float(creator.state_dict()["stat"]) == 2.0
+    creator.load_state_dict({"stat": torch.zeros(1)})
+    assert float(a.stat) == 0.0
+
+
+@pytest.mark.parallel
+def test_state_shared_across_worker_processes(noise_env_cls):
+    creator = EnvCreator(noise_env_cls)
+    env = ParallelEnv(2, creator)
+    env.reset()
+    env.bump(1.5)  # each worker adds 1.5 to the one shared buffer
+    assert env.stat == [torch.tensor([3.0]), torch.tensor([3.0])]
+    assert float(creator.state_dict()["stat"]) == 3.0
+    env.close()
+
+
+def test_creator_metadata_used_without_building_an_env(noise_env_cls):
+    built = []
+
+    def make():
+        built.append(1)
+        return noise_env_cls()
+
+    creator = EnvCreator(make)
+    assert len(built) == 1  # the shadow env
+    env = SerialEnv(2, creator)
+    assert len(built) == 1  # specs came from the creator's meta-data
+    env.reset()
+    assert len(built) == 3
+    env.close()
+
+
+def test_unshared_creator(noise_env_cls):
+    creator = EnvCreator(noise_env_cls, share_memory=False)
+    a, b = creator(), creator()
+    a.bump(1.0)
+    assert float(b.stat) == 0.0

@@ -1,0 +1,150 @@
+"""EnvBase.reset: the reference's "_reset" examples, partial resets, done after reset."""
+
+import pytest
+import torch
+from _envs_mocks import CounterEnv, MarlEnv, StatelessEnv, ZeroResetEnv
+from tensordict import TensorDict
+
+
+# ----------------------------------------------------------------------------- reference examples
+def test_reference_single_reset_at_the_root():
+    env = ZeroResetEnv("root")
+    data = TensorDict({"val": [1, 1], "_reset": [False, True]}, [])
+    env.reset(data)
+    assert data.get("val").tolist() == [1, 0]  # only the second value is 0
+    assert "_reset" not in data
+
+
+def test_reference_nested_resets():
+    env = ZeroResetEnv("nested")
+    data = TensorDict(
+        {
+            ("agent0", "val"): [1, 1],
+            ("agent0", "_reset"): [False, True],
+            ("agent1", "val"): [2, 2],
+            ("agent1", "_reset"): [True, False],
+        },
+        [],
+    )
+    env.reset(data)
+    assert data.get(("agent0", "val")).tolist() == [1, 0]
+    assert data.get(("agent1", "val")).tolist() == [0, 2]
+    assert ("agent0", "_reset") not in data.keys(True)
+    assert ("agent1", "_reset") not in data.keys(True)
+
+
+def test_reference_root_reset_overrides_nested():
+    env = ZeroResetEnv("both")
+    data = TensorDict(
+        {
+            "_reset": [True, True],
+            ("agent0", "val"): [1, 1],
+            ("agent0", "_reset"): [False, True],
+            ("agent1", "val"): [2, 2],
+            ("agent1", "_reset"): [True, False],
+        },
+        [],
+    )
+    env.reset(data)
+    assert data.get(("agent0", "val")).tolist() == [0, 0]
+    assert data.get(("agent1", "val")).tolist() == [0, 0]
+    assert not any((k if isinstance(k, str) else k[-1]) == "_reset" for k in data.keys(True, True))
+
+
+def test_reference_batched_reset_eliminates_reset_entry():
+    env = CounterEnv(batch_size=(4,))
+    tensordict = TensorDict({"_reset": [[True], [False], [True], [True]]}, [4])
+    out = env.reset(tensordict)
+    assert out is tensordict
+    assert "_reset" not in out
+    assert set(out.keys()) == {"observation", "done", "terminated"}
+    assert out["done"].shape == torch.Size([4, 1])
+
+
+# ----------------------------------------------------------------------------- partial resets
+def test_partial_reset_keeps_previous_content_where_not_reset():
+    env = CounterEnv(batch_size=(3,), max_count=10)
+    td = env.reset()
+    for _ in range(2):
+        td = env.rand_step(td)
+        td = env._step_mdp(td)
+    assert td["observation"].squeeze(-1).tolist() == [2.0, 2.0, 2.0]
+    td["_reset"] = torch.tensor([[False], [True], [False]])
+    env.reset(td)
+    assert td["observation"].squeeze(-1).tolist() == [2.0, 0.0, 2.0]
+    assert "_reset" not in td
+
+
+def test_partial_reset_pads_missing_entries_with_zeros():
+    env = ZeroResetEnv("root")
+    data = TensorDict({"_reset": [False, True], "extra": [5, 5]}, [])
+    env.reset(data)
+    # "extra" is not produced by _reset: kept where not reset, zero where reset
+    assert data["extra"].tolist() == [5, 0]
+
+
+def test_reset_without_input_returns_new_tensordict_without_reward():
+    env = CounterEnv(batch_size=(2,))
+    td = env.reset()
+    assert td.batch_size == torch.Size([2])
+    assert "reward" not in td
+    assert not td["done"].any()
+
+
+def test_reset_must_return_a_new_tensordict():
+    env = CounterEnv()
+    env._reset = lambda td=None, **kw: td
+    with pytest.raises(RuntimeError, match="new tensordict"):
+        env.reset(TensorDict())
+
+
+def test_reset_must_return_a_tensordict():
+    env = CounterEnv()
+    env._reset = lambda td=None, **kw: {"observation": torch.zeros(1)}
+    with pytest.raises(TypeError, match="TensorDict"):
+        env.reset()
+
+
+def test_done_after_reset_raises_unless_allowed():
+    env = CounterEnv(max_count=0)
+    with pytest.raises(RuntimeError, match="'done' is True after reset"):
+        env.reset()
+    env = CounterEnv(max_count=0, allow_done_after_reset=True)
+    assert env.reset()["done"].all()
+
+
+def test_done_after_partial_reset_checked_on_reset_dims_only():
+    env = CounterEnv(batch_size=(2,), max_count=1)
+    td = env.reset()
+    td = env._step_mdp(env.rand_step(td))  # both done now
+    assert td["done"].all()
+    td["_reset"] = torch.tensor([[False], [True]])
+    env.reset(td)  # element 0 is done but not reset: fine
+    assert td["done"].squeeze(-1).tolist() == [True, False]
+    env.max_count = 0  # from now on, a reset element is done right away
+    td["_reset"] = torch.tensor([[True], [False]])
+    with pytest.raises(RuntimeError, match="selected by '_reset'"):
+        env.reset(td)
+
+
+def test_reset_checks_batch_size():
+    env = CounterEnv(batch_size=(2,))
+    with pytest.raises(RuntimeError, match=r"batch_size \(2,\).*\(3,\)"):
+        env.reset(TensorDict(batch_size=[3]))
+
+
+def test_batch_unlocked_reset_takes_any_batch():
+    env = StatelessEnv()
+    td = env.reset(TensorDict(batch_size=[5]))
+    assert td["observation"].shape == torch.Size([5, 1])
+
+
+def test_marl_partial_reset_with_nested_done():
+    env = MarlEnv(batch_size=(2,), n_agents=3, shared_done=False, max_count=1)
+    td = env.reset()
+    td = env._step_mdp(env.rand_step(td))
+    assert td["agents", "done"].all()
+    assert env.maybe_reset(td) is td
+    assert not td["agents", "done"].any()
+    assert ("agents", "_reset") not in td.keys(True)
+    assert td["agents", "observation"].eq(0).all()

@@ -1,0 +1,237 @@
+"""Key, tensor, dtype and device transforms."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from tensordict import TensorDict
+from torchenv_transforms_helpers import CountingEnv
+
+from torchenv.envs import check_env_specs
+from torchenv.envs.builtin import CartPoleEnv, PendulumEnv
+from torchenv.specs import Bounded
+from torchenv.transforms import (
+    CatTensors,
+    ClipTransform,
+    DeviceCastTransform,
+    DoubleToFloat,
+    DTypeCastTransform,
+    ExcludeTransform,
+    Hash,
+    RemoveEmptySpecs,
+    RenameTransform,
+    SelectTransform,
+    SignTransform,
+    Stack,
+    TransformedEnv,
+    UnaryTransform,
+)
+
+
+# ----------------------------------------------------------------------------- rename / select / exclude
+def test_rename_outputs_and_inputs():
+    base = CountingEnv()
+    env = TransformedEnv(base, RenameTransform(["observation"], ["obs"], ["action"], ["act"]))
+    check_env_specs(env)
+    td = env.reset()
+    assert "obs" in td and "observation" not in td
+    td["act"] = torch.full((1,), 0.5, dtype=torch.float64)
+    out = env.step(td)
+    assert base.actions[-1].item() == 0.5
+    assert "act" in out and "action" not in out
+    with pytest.raises(ValueError, match="overlap"):
+        RenameTransform(["a"], ["a"])
+
+
+def test_rename_create_copy_and_standalone():
+    env = TransformedEnv(CartPoleEnv(), RenameTransform(["done"], ["done_copy"], create_copy=True))
+    check_env_specs(env)
+    assert {"done", "done_copy"} <= set(env.full_done_spec.keys())
+    t = RenameTransform(["a"], ["b"], ["c"], ["d"])
+    assert list(t(TensorDict(a=torch.zeros(1))).keys()) == ["b"]
+    inv = t.inv(TensorDict(d=torch.zeros(1)))
+    assert list(inv.keys()) == ["c"]
+
+
+def test_exclude_and_inverse():
+    env = TransformedEnv(CartPoleEnv(), ExcludeTransform("terminated"))
+    check_env_specs(env)
+    assert "terminated" not in env.rollout(2)["next"]
+    with pytest.raises(KeyError, match="nope"):
+        TransformedEnv(CartPoleEnv(), ExcludeTransform("nope")).output_spec  # noqa: B018
+    td = TensorDict(a=torch.zeros(1), b=torch.zeros(1))
+    assert set(ExcludeTransform("a")(td.clone()).keys()) == {"b"}
+    t = ExcludeTransform("a", inverse=True)
+    assert set(t(td.clone()).keys()) == {"a", "b"}
+    assert set(t.inv(td).keys()) == {"b"}
+
+
+def test_select(image_env):
+    env = TransformedEnv(image_env(), SelectTransform("observation"))
+    check_env_specs(env)
+    out = env.rollout(2)["next"]
+    assert set(out.keys()) == {"observation", "reward", "done", "terminated"}
+    assert list(env.full_observation_spec.keys()) == ["observation"]
+    # state entries are kept (a stateless env needs them to step)
+    pendulum = TransformedEnv(PendulumEnv(), SelectTransform("observation"))
+    check_env_specs(pendulum)
+    assert "th" in pendulum.rollout(2)["next"]
+    td = TensorDict(a=torch.zeros(1), b=torch.zeros(1), reward=torch.zeros(1))
+    assert set(SelectTransform("a", keep_rewards=False)(td).keys()) == {"a"}
+
+
+def test_remove_empty_specs():
+    env = TransformedEnv(CartPoleEnv(), RemoveEmptySpecs())
+    check_env_specs(env)
+    td = TensorDict(a=torch.zeros(1), empty=TensorDict(), nested=TensorDict(inner=TensorDict()))
+    assert list(RemoveEmptySpecs()(td).keys()) == ["a"]
+
+
+# ----------------------------------------------------------------------------- cat / stack
+def test_cat_tensors():
+    env = TransformedEnv(CartPoleEnv(), CatTensors(["observation"], "vec"))
+    check_env_specs(env)
+    td = env.reset()
+    assert td["vec"].shape == torch.Size([4]) and "observation" not in td
+    keep = TransformedEnv(PendulumEnv(), CatTensors(["thdot", "th"], "vec", del_keys=False))
+    check_env_specs(keep)
+    td = keep.reset()
+    assert td["vec"].tolist() == [td["th"].item(), td["thdot"].item()]
+    out = CatTensors(["b", "a"], "ab", del_keys=False)(
+        TensorDict(a=torch.zeros(2), b=torch.ones(1))
+    )
+    assert out["ab"].tolist() == [0.0, 0.0, 1.0]  # sorted keys: a then b
+    assert "a" in out
+
+
+def test_cat_tensors_default_keys_in_env():
+    env = TransformedEnv(CartPoleEnv(), CatTensors(out_key="vec", del_keys=False))
+    check_env_specs(env)
+    assert env.reset()["vec"].shape == torch.Size([4])
+
+
+def test_cat_tensors_bounded_spec():
+    env = TransformedEnv(PendulumEnv(), CatTensors(["observation", "th"], "vec"))
+    spec = env.observation_spec["vec"]
+    assert isinstance(spec, Bounded) and spec.shape == torch.Size([4])
+
+
+def test_stack_and_unstack():
+    base = CountingEnv(obs_dim=2)
+    env = TransformedEnv(
+        base,
+        RenameTransform(["observation"], ["o1"], create_copy=True),
+    )
+    env.append_transform(Stack(["observation", "o1"], "stacked", dim=-2))
+    check_env_specs(env)
+    assert env.reset()["stacked"].shape == torch.Size([2, 2])
+    t = Stack(["a", "b"], "ab", in_key_inv="ab", out_keys_inv=["a", "b"], dim=-1)
+    td = t(TensorDict(a=torch.zeros(3), b=torch.ones(3)))
+    assert td["ab"].shape == torch.Size([3, 2]) and "a" not in td
+    back = t.inv(td)
+    assert torch.equal(back["b"], torch.ones(3)) and "ab" not in back
+
+
+# ----------------------------------------------------------------------------- element-wise
+def test_clip_transform():
+    env = TransformedEnv(
+        CartPoleEnv(), ClipTransform(["observation", "reward"], low=-0.01, high=0.01)
+    )
+    check_env_specs(env)
+    td = env.rollout(5)
+    assert (td["next", "observation"].abs() <= 0.01).all()
+    assert (td["next", "reward"] == 0.01).all()
+    base = CountingEnv()
+    env = TransformedEnv(base, ClipTransform(in_keys_inv=["action"], low=-0.1, high=0.1))
+    td = env.reset().set("action", torch.ones(1, dtype=torch.float64))
+    env.step(td)
+    assert base.actions[-1].item() == pytest.approx(0.1)
+    with pytest.raises(ValueError, match="lower"):
+        ClipTransform(["a"], low=1.0, high=0.0)
+
+
+def test_sign_transform():
+    env = TransformedEnv(PendulumEnv(), SignTransform(["observation", "reward"]))
+    check_env_specs(env)
+    td = env.rollout(3)
+    assert set(td["next", "observation"].unique().tolist()) <= {-1.0, 0.0, 1.0}
+    base = CountingEnv()
+    env = TransformedEnv(base, SignTransform(in_keys_inv=["action"]))
+    env.step(env.reset().set("action", torch.full((1,), -0.3, dtype=torch.float64)))
+    assert base.actions[-1].item() == -1.0
+
+
+def test_unary_transform():
+    env = TransformedEnv(
+        CartPoleEnv(), UnaryTransform(["observation"], ["obs_sq"], fn=lambda x: x.pow(2))
+    )
+    check_env_specs(env)
+    td = env.reset()
+    assert torch.allclose(td["obs_sq"], td["observation"].pow(2))
+    base = CountingEnv()
+    env = TransformedEnv(
+        base, UnaryTransform([], [], ["action"], ["action"], fn=lambda x: x, inv_fn=lambda a: a * 3)
+    )
+    env.step(env.reset().set("action", torch.full((1,), 0.2, dtype=torch.float64)))
+    assert base.actions[-1].item() == pytest.approx(0.6)
+
+
+def test_hash():
+    env = TransformedEnv(CartPoleEnv(batch_size=[2]), Hash(["observation"], ["hash"]))
+    check_env_specs(env)
+    td = env.reset()
+    assert td["hash"].shape == torch.Size([2, 32]) and td["hash"].dtype == torch.uint8
+    t = Hash(["s"], ["h"], ["s"], ["h"])
+    data = TensorDict(s=torch.arange(6.0).reshape(2, 3), batch_size=[2])
+    out = t(data)
+    assert not torch.equal(out["h"][0], out["h"][1])
+    again = Hash(["s"], ["h"])(TensorDict(s=torch.arange(6.0).reshape(2, 3), batch_size=[2]))
+    assert torch.equal(again["h"], out["h"]), "the default hash is reproducible"
+    back = t.inv(TensorDict(h=out["h"], batch_size=[2]))
+    assert torch.equal(
+        torch.stack(back["s"]) if isinstance(back["s"], list) else back["s"], data["s"]
+    )
+
+
+# ----------------------------------------------------------------------------- dtype / device
+def test_double_to_float_automatic_keys():
+    base = CountingEnv()
+    env = TransformedEnv(base, DoubleToFloat())
+    check_env_specs(env)
+    assert env.observation_spec["observation"].dtype == torch.float32
+    assert env.reward_spec.dtype == torch.float32
+    assert env.action_spec.dtype == torch.float32
+    td = env.rand_step()
+    assert td["next", "observation"].dtype == torch.float32
+    assert base.actions[-1].dtype == torch.float64
+    assert env.transform[0].in_keys_inv == ["action"]
+
+
+def test_double_to_float_standalone():
+    td = TensorDict(a=torch.zeros(1, dtype=torch.float64), b=torch.zeros(1, dtype=torch.int64))
+    out = DoubleToFloat()(td)
+    assert out["a"].dtype == torch.float32 and out["b"].dtype == torch.int64
+    inv = DoubleToFloat(in_keys=[], in_keys_inv=["a"]).inv(TensorDict(a=torch.zeros(1)))
+    assert inv["a"].dtype == torch.float64
+
+
+def test_dtype_cast_transform():
+    env = TransformedEnv(
+        CartPoleEnv(), DTypeCastTransform(torch.float32, torch.float64, in_keys=["observation"])
+    )
+    check_env_specs(env)
+    assert env.reset()["observation"].dtype == torch.float64
+    bad = DTypeCastTransform(torch.float32, torch.float16, in_keys=["observation"])
+    with pytest.raises(TypeError, match="float32"):
+        _ = TransformedEnv(CountingEnv(), bad).output_spec
+    with pytest.raises(ValueError, match="out_keys"):
+        DTypeCastTransform(torch.float32, torch.float64, out_keys=["x"])
+
+
+def test_device_cast_transform():
+    env = TransformedEnv(CartPoleEnv(), DeviceCastTransform("cpu"))
+    check_env_specs(env)
+    assert env.device == torch.device("cpu")
+    assert env.reset().device == torch.device("cpu")
+    td = DeviceCastTransform("cpu")(TensorDict(a=torch.zeros(1)))
+    assert td.device == torch.device("cpu")

@@ -1,0 +1,219 @@
+"""Reward and done transforms: StepCounter, RewardSum, RewardScaling, RewardClipping,
+BinarizeReward, LineariseRewards, Reward2GoTransform, TargetReturn, InitTracker, TrajCounter."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from tensordict import TensorDict
+from torchenv_transforms_helpers import CountingEnv
+
+from torchenv.envs import check_env_specs, step_mdp
+from torchenv.envs.builtin import CartPoleEnv, PendulumEnv
+from torchenv.specs import Binary, Bounded
+from torchenv.transforms import (
+    BinarizeReward,
+    Compose,
+    InitTracker,
+    LineariseRewards,
+    Reward2GoTransform,
+    RewardClipping,
+    RewardScaling,
+    RewardSum,
+    StepCounter,
+    TargetReturn,
+    TrajCounter,
+    TransformedEnv,
+)
+
+
+def _steps(env, td, n, action=None):
+    for _ in range(n):
+        td = env.rand_action(td) if action is None else td.set("action", action)
+        td = step_mdp(env.step(td))
+    return td
+
+
+# ----------------------------------------------------------------------------- StepCounter
+@pytest.mark.parametrize("env_fn", [PendulumEnv, lambda: CartPoleEnv(batch_size=[3])])
+def test_step_counter_check_env_specs(env_fn):
+    check_env_specs(TransformedEnv(env_fn(), StepCounter(max_steps=4)))
+
+
+def test_step_counter_truncates_and_sets_done():
+    env = TransformedEnv(PendulumEnv(), StepCounter(max_steps=5))
+    td = env.rollout(50)
+    assert td.shape == torch.Size([5])
+    assert td["next", "step_count"].squeeze(-1).tolist() == [1, 2, 3, 4, 5]
+    assert td["step_count"].squeeze(-1).tolist() == [0, 1, 2, 3, 4]
+    assert td["next", "truncated"].squeeze(-1).tolist() == [False] * 4 + [True]
+    assert td["next", "done"][-1].item()
+    assert "truncated" in env.full_done_spec
+
+
+def test_step_counter_update_done_false():
+    env = TransformedEnv(PendulumEnv(), StepCounter(max_steps=2, update_done=False))
+    td = env.rollout(4, break_when_any_done=False)
+    assert td["next", "truncated"].any()
+    assert not td["next", "done"].any()
+
+
+def test_step_counter_partial_reset_keeps_other_counts():
+    env = TransformedEnv(CartPoleEnv(batch_size=[3], seed=1), StepCounter())
+    td = _steps(env, env.reset(), 2)
+    td["_reset"] = torch.tensor([[False], [True], [False]])
+    td = env.reset(td)
+    assert td["step_count"].squeeze(-1).tolist() == [2, 0, 2]
+
+
+def test_step_counter_errors():
+    with pytest.raises(ValueError, match="max_steps"):
+        StepCounter(max_steps=0)
+    env = TransformedEnv(PendulumEnv(), StepCounter())
+    td = env.rand_action(env.reset().exclude("step_count"))
+    with pytest.raises(KeyError, match="step_count"):
+        env.step(td)
+
+
+# ----------------------------------------------------------------------------- RewardSum
+def test_reward_sum_accumulates_and_resets():
+    env = TransformedEnv(CountingEnv(), RewardSum())
+    check_env_specs(env)
+    td = env.reset()
+    assert td["episode_reward"].item() == 0.0
+    one = torch.ones(1, dtype=torch.float64)
+    td = _steps(env, td, 3, one * 0.5)
+    assert td["episode_reward"].item() == pytest.approx(1.5)
+    assert "episode_reward" in env.full_state_spec
+    td = env.reset()
+    assert td["episode_reward"].item() == 0.0
+
+
+def test_reward_sum_batched_partial_reset():
+    env = TransformedEnv(CartPoleEnv(batch_size=[2], seed=0), RewardSum())
+    check_env_specs(env)
+    td = _steps(env, env.reset(), 2)
+    td["_reset"] = torch.tensor([[True], [False]])
+    td = env.reset(td)
+    assert td["episode_reward"].squeeze(-1).tolist() == [0.0, 2.0]
+
+
+def test_reward_sum_in_reward_spec_and_custom_keys():
+    env = TransformedEnv(
+        CountingEnv(), RewardSum(in_keys=["reward"], out_keys=["ret"], reward_spec=True)
+    )
+    assert "ret" in env.full_reward_spec
+    assert "ret" not in env.full_observation_spec
+    td = env.rollout(3)
+    assert td["next", "ret"].squeeze(-1).tolist() == pytest.approx(
+        td["next", "reward"].cumsum(0).squeeze(-1).tolist()
+    )
+
+
+def test_reward_sum_standalone_on_a_trajectory():
+    reward = torch.ones(5, 1)
+    done = torch.tensor([False, True, False, False, False]).unsqueeze(-1)
+    td = TensorDict({("next", "reward"): reward, ("next", "done"): done}, [5])
+    out = RewardSum()(td)
+    assert out["next", "episode_reward"].squeeze(-1).tolist() == [1, 2, 1, 2, 3]
+
+
+# ----------------------------------------------------------------------------- scaling / clipping
+def test_reward_scaling_env_and_standalone():
+    env = TransformedEnv(CartPoleEnv(), RewardScaling(loc=1.0, scale=3.0))
+    check_env_specs(env)
+    assert (env.rollout(3)["next", "reward"] == 4.0).all()
+    t = RewardScaling(loc=1.0, scale=2.0, standard_normal=True)
+    assert t(TensorDict(reward=torch.tensor([5.0])))["reward"].item() == 2.0
+    with pytest.raises(ValueError, match="non-zero"):
+        RewardScaling(0.0, 0.0)
+
+
+def test_reward_clipping_env_and_standalone():
+    env = TransformedEnv(CartPoleEnv(), RewardClipping(-0.5, 0.5))
+    check_env_specs(env)
+    assert isinstance(env.reward_spec, Bounded)
+    assert (env.rollout(3)["next", "reward"] == 0.5).all()
+    out = RewardClipping(clamp_min=0.0)(TensorDict(reward=torch.tensor([-2.0, 3.0])))
+    assert out["reward"].tolist() == [0.0, 3.0]
+
+
+def test_binarize_reward():
+    env = TransformedEnv(PendulumEnv(), BinarizeReward())
+    check_env_specs(env)
+    assert isinstance(env.reward_spec, Binary)
+    td = env.rollout(3)
+    assert td["next", "reward"].dtype == torch.int8
+    assert (td["next", "reward"] == 0).all()  # pendulum rewards are <= 0
+    out = BinarizeReward()(TensorDict(reward=torch.tensor([[0.5], [0.0]]), batch_size=[2]))
+    assert out["reward"].squeeze(-1).tolist() == [1, 0]
+    with pytest.raises(ValueError, match="last dim"):
+        BinarizeReward()(TensorDict(reward=torch.ones(2, 3), batch_size=[2]))
+
+
+def test_linearise_rewards():
+    env = TransformedEnv(CartPoleEnv(), LineariseRewards(in_keys=["reward"], weights=[2.0]))
+    check_env_specs(env)
+    assert (env.rollout(2)["next", "reward"] == 2.0).all()
+    t = LineariseRewards(in_keys=["r"], out_keys=["r1"], weights=[1.0, -1.0, 0.5])
+    out = t(TensorDict(r=torch.tensor([[1.0, 2.0, 4.0]]), batch_size=[1]))
+    assert out["r1"].tolist() == [[1.0]]
+    with pytest.raises(ValueError, match="objectives"):
+        t(TensorDict(r=torch.ones(2)))
+
+
+# ----------------------------------------------------------------------------- reward to go
+def test_reward2go_standalone_and_inverse():
+    td = TensorDict(
+        {
+            ("next", "reward"): torch.ones(4, 1),
+            ("next", "done"): torch.tensor([[False], [True], [False], [True]]),
+        },
+        [4],
+    )
+    t = Reward2GoTransform(gamma=0.5)
+    out = t.inv(td)
+    assert out["reward_to_go"].squeeze(-1).tolist() == [1.5, 1.0, 1.5, 1.0]
+    assert "reward_to_go" not in td
+    assert t(td.clone())["reward_to_go"].squeeze(-1).tolist() == [1.5, 1.0, 1.5, 1.0]
+
+
+def test_reward2go_refuses_envs():
+    with pytest.raises(ValueError, match="replay buffer"):
+        TransformedEnv(CartPoleEnv(), Reward2GoTransform())
+
+
+# ----------------------------------------------------------------------------- target return
+def test_target_return_reduces_with_the_reward():
+    env = TransformedEnv(CartPoleEnv(), TargetReturn(10.0))
+    check_env_specs(env)
+    td = env.rollout(3)
+    assert td["target_return"].squeeze(-1).tolist() == [10.0, 9.0, 8.0]
+    env = TransformedEnv(CartPoleEnv(), TargetReturn(10.0, mode="constant"))
+    assert (env.rollout(3)["next", "target_return"] == 10.0).all()
+    with pytest.raises(ValueError, match="mode"):
+        TargetReturn(1.0, mode="other")
+
+
+# ----------------------------------------------------------------------------- trackers
+def test_init_tracker():
+    env = TransformedEnv(CartPoleEnv(batch_size=[2], seed=0), InitTracker())
+    check_env_specs(env)
+    td = env.rollout(3)
+    assert td["is_init"][:, 0].all() and not td["is_init"][:, 1:].any()
+    td = _steps(env, env.reset(), 1)
+    td["_reset"] = torch.tensor([[True], [False]])
+    assert env.reset(td)["is_init"].squeeze(-1).tolist() == [True, False]
+
+
+def test_traj_counter_gives_new_ids_at_each_reset():
+    env = TransformedEnv(PendulumEnv(), Compose(StepCounter(2), TrajCounter()))
+    check_env_specs(env)
+    env = TransformedEnv(PendulumEnv(), Compose(StepCounter(2), TrajCounter()))
+    td = env.rollout(6, break_when_any_done=False)
+    assert td["traj_count"].squeeze(-1).tolist() == [0, 0, 1, 1, 2, 2]
+    batched = TransformedEnv(CartPoleEnv(batch_size=[2]), TrajCounter())
+    assert batched.reset()["traj_count"].squeeze(-1).tolist() == [0, 1]
+    td = batched.reset()
+    td["_reset"] = torch.tensor([[False], [True]])
+    assert batched.reset(td)["traj_count"].squeeze(-1).tolist() == [2, 4]

@@ -1,0 +1,112 @@
+"""Developer tasks: ``nox -s tests``, ``lint``, ``bench``, ``demo``, ``docs`` (``nox -l`` lists them).
+
+Every session installs the core and every plugin in ``plugins/*/`` editable, with torch pinned to
+the local CPU build through ``constraints.txt``. Arguments after ``--`` go to the tool, e.g.
+``nox -s tests -- core/tests/registry -x``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import nox
+
+ROOT = Path(__file__).resolve().parent
+CONSTRAINTS = ("-c", str(ROOT / "constraints.txt"))
+
+nox.options.sessions = ["lint", "tests"]
+nox.options.reuse_existing_virtualenvs = True
+nox.options.default_venv_backend = "venv"
+
+# Doctests of the public facades and of the modules whose docstring examples users copy.
+DOCTEST_FILES = [
+    "core/src/torchenv/__init__.py",
+    "core/src/torchenv/versions/__init__.py",
+    "core/src/torchenv/versions/_implement_for.py",
+    "core/src/torchenv/versions/_metadata.py",
+    "core/src/torchenv/registry/__init__.py",
+    "core/src/torchenv/registry/_make.py",
+    "core/src/torchenv/registry/_errors.py",
+    "core/src/torchenv/cli/__init__.py",
+    "core/src/torchenv/cli/_format.py",
+]
+
+
+def _plugins() -> list[str]:
+    return sorted(f"./{p.parent.relative_to(ROOT)}" for p in ROOT.glob("plugins/*/pyproject.toml"))
+
+
+def _install_workspace(session: nox.Session, requirements: str = "test") -> None:
+    editables = ["-e", "./core"]
+    for plugin in _plugins():
+        editables += ["-e", plugin]
+    session.install(*CONSTRAINTS, *editables, "-r", f"requirements/{requirements}.txt")
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """The whole test suite (core, plugins, cross-package tests)."""
+    _install_workspace(session)
+    session.run("pytest", *session.posargs)
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff check and ruff format --check over the repository."""
+    session.install("ruff>=0.6")
+    session.run("ruff", "check", ".", *session.posargs)
+    session.run("ruff", "format", "--check", ".")
+
+
+def _torchrl_python(session: nox.Session) -> str:
+    """A python with torchrl: $TORCHENV_BENCH_TORCHRL_PYTHON if set, else a venv made here."""
+    given = os.environ.get("TORCHENV_BENCH_TORCHRL_PYTHON")
+    if given and Path(given).exists():
+        return given
+    venv = Path(session.cache_dir) / "torchrl-venv"
+    python = venv / "bin" / "python"
+    if not python.exists():
+        session.run("python", "-m", "venv", str(venv))
+    # torchrl pins its own tensordict: only torch is constrained here.
+    session.run(
+        str(python),
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "-c",
+        str(ROOT / "constraints-torchrl.txt"),
+        "torchrl==0.14.1",
+        "gymnasium",
+        external=True,
+    )
+    return str(python)
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """Every benchmarks/bench_*.py, side by side with TorchRL (run in its own venv)."""
+    _install_workspace(session)
+    env = {"TORCHENV_BENCH_TORCHRL_PYTHON": _torchrl_python(session)}
+    selected = session.posargs or sorted(str(p) for p in ROOT.glob("benchmarks/bench_*.py"))
+    for script in selected:
+        session.run("python", script, env=env)
+
+
+@nox.session
+def demo(session: nox.Session) -> None:
+    """Make an env by name, roll it out and print what came back."""
+    _install_workspace(session)
+    session.run("torchenv", "backends")
+    session.run("torchenv", "rollout", *(session.posargs or ["builtin:Pendulum"]))
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """Docs stub: checks docs/ is there and runs the doctests of the public facades."""
+    for page in ("docs/index.md", "docs/plugins.md"):
+        if not (ROOT / page).is_file():
+            session.error(f"{page} is missing")
+    _install_workspace(session)
+    session.run("pytest", "--doctest-modules", "-p", "no:cacheprovider", *DOCTEST_FILES)

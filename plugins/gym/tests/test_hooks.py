@@ -1,0 +1,83 @@
+"""The plugin's hooks and the registry: backends, list_envs, make by name."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+
+import pytest
+
+from torchenv_gym import GymEnv, _hooks
+from torchenv_gym._backend import registered_ids
+from torchenv_gym._toy_envs import LIB
+
+registry = pytest.importorskip("torchenv.registry")
+HAS_GYM = importlib.util.find_spec("gym") is not None
+
+
+def test_backends_are_declared():
+    declared = {b.name: b for b in _hooks.torchenv_backends()}
+    assert set(declared) == {"gymnasium", "gym"}
+    assert declared["gymnasium"].supported == ">=0.29"
+    assert declared["gym"].supported == ">=0.23,<0.27"
+    assert all(b.distribution == "torchenv-gym" for b in declared.values())
+
+
+def test_hook_module_imports_no_simulator():
+    code = (
+        "import sys, torchenv_gym._hooks as h; h.torchenv_backends(); "
+        "assert 'gymnasium' not in sys.modules and 'gym' not in sys.modules, sorted(sys.modules)"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_hooks_decline_other_backends():
+    assert _hooks.torchenv_list_envs("dmcontrol") is None
+    assert _hooks.torchenv_make_env("dmcontrol", "x", {}) is None
+
+
+def test_registry_sees_the_backends():
+    names = {b.name: b for b in registry.backends()}
+    assert LIB.__name__ in names
+    assert names[LIB.__name__].status == "ok"
+
+
+def test_list_envs_includes_namespaced_ids():
+    ids = registry.list_envs(LIB.__name__)
+    assert "CartPole-v1" in ids and "ToyDict-v0" in ids
+    assert ids == sorted(ids)
+    namespaced = [i for i in registered_ids(LIB) if "/" in i]
+    assert all(i in ids for i in namespaced)
+    if LIB.__name__ == "gymnasium" and not LIB.__version__.startswith("0."):
+        assert namespaced, "gymnasium 1.x registers namespaced ids (phys2d/..., tabular/...)"
+
+
+def test_make_by_name():
+    env = registry.make(f"{LIB.__name__}:CartPole-v1")
+    assert isinstance(env, GymEnv)
+    assert env._api.library == LIB.__name__
+    assert env.rollout(3)["next", "observation"].shape == (3, 4)
+
+
+def test_make_passes_kwargs():
+    env = registry.make(f"{LIB.__name__}:Pendulum-v1", g=2.0, categorical_action_encoding=True)
+    assert env._env.unwrapped.g == 2.0
+
+
+@pytest.mark.skipif(LIB.__name__ != "gymnasium", reason="num_envs needs gymnasium")
+def test_make_vectorised():
+    env = registry.make("gymnasium:CartPole-v1", num_envs=3)
+    assert env.batch_size == (3,)
+    env.close()
+
+
+def test_unknown_env_suggests_close_ids():
+    with pytest.raises(registry.UnknownEnvError, match="CartPole-v1"):
+        registry.make(f"{LIB.__name__}:CartPole-v9")
+
+
+@pytest.mark.skipif(HAS_GYM, reason="gym is installed")
+def test_missing_gym_is_a_clear_error():
+    with pytest.raises(registry.BackendUnavailableError, match="gym"):
+        registry.make("gym:CartPole-v1")

@@ -1,0 +1,48 @@
+"""The core never imports a simulator: not on `import torchenv`, not when listing backends."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+SIMULATORS = ("gym", "gymnasium", "vmas", "pettingzoo", "dm_control", "mujoco")
+
+PROBE = """
+import json, sys
+sims = {sims!r}
+loaded = lambda: sorted(m for m in sys.modules if m.split(".")[0] in sims)
+import torchenv
+after_import = loaded()
+{extra}
+print(json.dumps({{"import": after_import, "after": loaded()}}))
+"""
+
+
+def _probe(extra: str = "") -> dict:
+    code = PROBE.format(sims=SIMULATORS, extra=extra)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=240, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_import_torchenv_imports_no_simulator():
+    seen = _probe()
+    assert seen["import"] == []
+
+
+def test_discovery_and_backend_status_import_no_simulator():
+    seen = _probe(
+        "torchenv.backends(); torchenv.registry.plugins(); torchenv.registry.plugin_manager()"
+    )
+    assert seen["after"] == []
+
+
+def test_import_torchenv_is_lazy():
+    code = "import sys, torchenv; print(sorted(m for m in sys.modules if m.startswith('torchenv')))"
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=240, check=True
+    )
+    assert result.stdout.strip() == "['torchenv']"

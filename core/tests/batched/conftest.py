@@ -100,9 +100,7 @@ class DynamicEnv(EnvBase):
 
     def _reset(self, tensordict=None, **kwargs):
         self.count = 0
-        return TensorDict(
-            observation=torch.zeros(1, 2), done=torch.zeros(1, dtype=torch.bool)
-        )
+        return TensorDict(observation=torch.zeros(1, 2), done=torch.zeros(1, dtype=torch.bool))
 
     def _step(self, tensordict):
         self.count += 1

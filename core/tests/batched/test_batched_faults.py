@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import gc
 import os
 import signal
@@ -54,9 +53,7 @@ def _open_shm_fds() -> int:
 
 
 def test_exception_in_worker_names_index_and_traceback(noise_env_cls):
-    env = ParallelEnv(
-        2, noise_env_cls, create_env_kwargs=[{}, {"fail_at": 2}]
-    )
+    env = ParallelEnv(2, noise_env_cls, create_env_kwargs=[{}, {"fail_at": 2}])
     td = env.reset()
     td.set("action", torch.zeros(2, 1))
     _, td = env.step_and_maybe_reset(td)
@@ -156,9 +153,7 @@ def test_reuse_after_close_restarts_workers(noise_env_cls):
 
 @pytest.mark.slow
 def test_spawn_start_method(noise_env_cls):
-    env = ParallelEnv(
-        1, noise_env_cls, mp_start_method="spawn"
-    )
+    env = ParallelEnv(1, noise_env_cls, mp_start_method="spawn")
     td = env.reset()
     assert td.batch_size == torch.Size([1])
     pids = env.worker_pids

@@ -53,7 +53,7 @@ def test_partial_reset_only_concerned_workers(batched_cls, noise_env_cls):
     td.set("_reset", torch.tensor([[False], [True], [False]]))
     out = env.reset(td)
     assert env.count == [2, 0, 2]
-    assert "_reset" not in out.keys()
+    assert "_reset" not in out.keys()  # noqa: SIM118
     torch.testing.assert_close(out["obs"][0], before[0])
     torch.testing.assert_close(out["obs"][2], before[2])
     assert out["count"].squeeze(-1).tolist() == [2, 0, 2]

@@ -262,3 +262,13 @@ class TestDeviceAndCopies:
         text = repr(make_spec())
         assert text.startswith("Composite(\n    observation: UnboundedContinuous(")
         assert "shape=torch.Size([])" in text
+
+
+def test_separates_and_batch_size_setter():
+    spec = make_spec()
+    out = spec.separates("reward", "done")
+    assert list(out.keys()) == ["reward", "done"] and "reward" not in spec.keys()
+    assert spec.separates("reward") is None  # missing keys are skipped
+    spec = Composite(obs=Unbounded(shape=(2, 3)))
+    spec.batch_size = (2,)
+    assert spec.shape == (2,)

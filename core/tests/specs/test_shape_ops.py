@@ -129,3 +129,23 @@ def test_legacy_aliases():
     assert specs.DiscreteTensorSpec(3) == specs.Categorical(3)
     assert isinstance(specs.UnboundedContinuousTensorSpec(shape=(2,)), specs.Unbounded)
     assert specs.MultiDiscreteTensorSpec([2, 3]) == specs.MultiCategorical([2, 3])
+
+
+def test_space_bounds_can_be_edited_in_place():
+    # TorchRL transforms (e.g. ObservationNorm) rewrite spec.space.low / .high directly
+    spec = Bounded(0.0, 1.0, shape=(2,))
+    other = spec.clone()
+    spec.space.low = torch.full((2,), 10.0)
+    spec.space.high = torch.full((2,), 20.0)
+    assert spec.low.tolist() == [10.0, 10.0]
+    assert spec.is_in(torch.full((2,), 15.0)) and not spec.is_in(torch.full((2,), 0.5))
+    assert bool((spec.rand() >= 10).all())
+    assert other.high.tolist() == [1.0, 1.0]  # the clone has its own box
+    spec.high = torch.full((2,), 30.0)
+    assert spec.is_in(torch.full((2,), 25.0))
+
+
+def test_leaf_shape_setter():
+    spec = Unbounded(shape=(3,))
+    spec.shape = (2, 3)
+    assert spec.ndim == 2 and spec.rand().shape == (2, 3) and spec.is_in(torch.zeros(2, 3))

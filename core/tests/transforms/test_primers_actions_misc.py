@@ -82,10 +82,6 @@ def test_action_mask_keeps_random_actions_legal():
     assert torch.equal(spec_mask, td["next", "action_mask"][-1])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="check_env_specs checks past actions against the latest action mask of the spec",
-)
 def test_action_mask_check_env_specs():
     check_env_specs(TransformedEnv(TicTacToeEnv(), ActionMask()))
 

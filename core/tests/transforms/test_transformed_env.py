@@ -252,6 +252,30 @@ def test_parent_is_the_env_up_to_the_transform():
     assert t3.parent is parent  # cached
 
 
+def test_parent_matches_env_built_from_the_slice():
+    env, _ = _three()
+    parent = env.transform[-1].parent
+    same = TransformedEnv(env.base_env, env.transform[:-1])
+    assert parent.output_spec == same.output_spec
+    assert parent.input_spec == same.input_spec
+
+
+def test_parent_through_nested_compose():
+    inner = Compose(StepCounter(), RewardSum())
+    env = TransformedEnv(CountingEnv(), Compose(RewardScaling(0.0, 2.0), inner))
+    parent = inner[1].parent
+    assert [type(t) for t in parent.transform] == [RewardScaling, StepCounter]
+    assert inner[1].container is env
+    check_env_specs(env)
+
+
+def test_auto_unwrap_with_a_compose():
+    outer = TransformedEnv(
+        TransformedEnv(CountingEnv(), StepCounter()), Compose(RewardSum(), RewardScaling(0.0, 1.0))
+    )
+    assert [type(t) for t in outer.transform] == [StepCounter, RewardSum, RewardScaling]
+
+
 def test_container_is_the_env():
     env, (t1, _, _) = _three()
     assert t1.container is env

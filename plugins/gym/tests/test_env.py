@@ -239,3 +239,18 @@ def test_set_gym_backend_is_used_by_gymenv():
 
 def test_available_envs_lists_registry():
     assert "CartPole-v1" in GymEnv.available_envs()
+
+
+def _make_toy_with_infos():
+    return GymEnv("ToyDict-v0").auto_register_info_dict()
+
+
+def test_infos_flow_through_parallel_env():
+    batched = pytest.importorskip("torchenv.batched")
+    env = batched.ParallelEnv(2, _make_toy_with_infos)
+    try:
+        td = env.rollout(3, break_when_any_done=False)
+    finally:
+        env.close()
+    assert td["next", "t"].squeeze(-1).tolist() == [[1, 2, 3], [1, 2, 3]]
+    assert td["next", "flag"].dtype == torch.bool

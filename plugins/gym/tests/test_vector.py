@@ -29,6 +29,11 @@ def _fresh(obs: torch.Tensor) -> torch.Tensor:
     return (obs.abs() <= 0.05).all(-1)
 
 
+def _resets_on_next_step(env) -> bool:
+    """Next-step autoreset without access to the sub-envs: gymnasium's convention shows through."""
+    return env._vec.mode == AUTORESET_NEXT_STEP and not hasattr(env._env, "envs")
+
+
 class TestVectorCartPoleConformance(EnvConformanceTests):
     def make_env(self):
         return GymEnv("CartPole-v1", num_envs=3)
@@ -67,7 +72,7 @@ def test_rollout_gives_true_terminal_observations_then_resets(mode):
     assert _terminal(next_obs[terminated]).all()
     env_idx, t_idx = terminated[:, :-1].nonzero(as_tuple=True)
     after = obs[env_idx, t_idx + 1]
-    if env._vec.mode == AUTORESET_NEXT_STEP:
+    if _resets_on_next_step(env):
         # gymnasium resets during the following step: that step returns a fresh obs, reward 0
         assert _fresh(td["next", "observation"][env_idx, t_idx + 1]).all()
         assert (td["next", "reward"][env_idx, t_idx + 1] == 0).all()
@@ -109,9 +114,29 @@ def test_partial_reset_only_touches_masked_envs(mode):
     out = env.reset(nxt)
     kept = ~done
     torch.testing.assert_close(out["observation"][kept], before[kept])
-    if env._vec.mode != AUTORESET_NEXT_STEP:
+    if not _resets_on_next_step(env):
         assert _fresh(out["observation"][done]).all()
     assert not out["done"].any()
+    env.close()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_partial_reset_of_running_sub_envs(mode):
+    env = GymEnv("CartPole-v1", num_envs=3, vectorization_mode=mode)
+    env.set_seed(2)
+    td = env.reset()
+    td["action"] = torch.tensor([[0, 1]] * 3)
+    td = env.step(td)["next"].clone()
+    assert not td["done"].any()
+    td["_reset"] = torch.tensor([[True], [False], [False]])
+    before = td["observation"].clone()
+    if _resets_on_next_step(env):
+        with pytest.raises(NotImplementedError, match="still running"):
+            env.reset(td)
+    else:
+        out = env.reset(td)
+        assert _fresh(out["observation"][0])
+        torch.testing.assert_close(out["observation"][1:], before[1:])
     env.close()
 
 

@@ -429,9 +429,7 @@ class BatchedEnvBase(EnvBase):
         if list_of_kwargs is None:
             per_worker = [kwargs] * n
         else:
-            per_worker = [
-                {**w, **kwargs} for w in _as_list(list_of_kwargs, n, "list_of_kwargs")
-            ]
+            per_worker = [{**w, **kwargs} for w in _as_list(list_of_kwargs, n, "list_of_kwargs")]
         workers: Sequence[int] = range(n)
         reset_entries = []
         if tensordict is not None:
@@ -484,7 +482,11 @@ class BatchedEnvBase(EnvBase):
                     full.append(next(it))
                 else:
                     prev = subs[i].exclude(*self.reset_keys, *self.action_keys)
-                    full.append(prev if template is None else prev.select(*template.keys(True, True), strict=False))
+                    full.append(
+                        prev
+                        if template is None
+                        else prev.select(*template.keys(True, True), strict=False)
+                    )
             outs = full
         return LazyStackedTensorDict.maybe_dense_stack(outs, 0)
 
@@ -497,7 +499,7 @@ class BatchedEnvBase(EnvBase):
         Returns ``(tensordict, tensordict_)`` like :meth:`EnvBase.step_and_maybe_reset`; the
         reset happens in the sub-environments, so no second round trip is needed.
         """
-        if not self._use_buffers or "_step" in tensordict.keys():
+        if not self._use_buffers or "_step" in tensordict.keys():  # noqa: SIM118
             return super().step_and_maybe_reset(tensordict)
         self._ensure_started()
         if tensordict.batch_size != self.batch_size:
@@ -516,7 +518,7 @@ class BatchedEnvBase(EnvBase):
     def _extra_root_keys(self, tensordict: TensorDictBase) -> list:
         """Root keys that are not env entries (a policy's hidden state...): carried over."""
         known = self._cached("batched_known_root_keys", self._known_root_keys)
-        return [k for k in tensordict.keys() if k not in known]
+        return [k for k in tensordict.keys() if k not in known]  # noqa: SIM118
 
     def _known_root_keys(self) -> set:
         known = {"next", "_reset", "_step"}

@@ -31,6 +31,7 @@ Otherwise ``forkserver`` when available, else ``spawn``. ``mp_start_method`` ove
 from __future__ import annotations
 
 import atexit
+import contextlib
 import multiprocessing as mp
 import os
 import signal
@@ -100,10 +101,8 @@ def _shutdown(state: _State, finalizer_ref: list) -> None:
     for conn in state.conns:
         conn.close()
     for proc in procs:
-        try:
+        with contextlib.suppress(ValueError):
             proc.close()
-        except ValueError:
-            pass
     state.procs, state.gos, state.dones, state.conns = [], [], [], []
     if state.ctl is not None:
         state.ctl.release()
@@ -123,7 +122,6 @@ class WorkerPool:
             data goes through the pipes).
         start_method: multiprocessing start method.
         num_sub_threads: torch threads in each worker.
-        non_tensor_keys: keys of non-tensor leaves, sent through the pipes.
     """
 
     def __init__(
@@ -134,11 +132,9 @@ class WorkerPool:
         *,
         start_method: str,
         num_sub_threads: int | None = 1,
-        non_tensor_keys: Sequence[Any] = (),
     ) -> None:
         self.num_workers = len(create_env_fns)
         self.groups = groups
-        self.non_tensor_keys = list(non_tensor_keys)
         self.broken: str | None = None
         state = self._state = _State()
         ctx = mp.get_context(start_method)
@@ -183,7 +179,6 @@ class WorkerPool:
                         child_conn,
                         parent_pid,
                         num_sub_threads,
-                        self.non_tensor_keys,
                     ),
                     daemon=True,
                 )
@@ -287,10 +282,8 @@ class WorkerPool:
             code = proc.exitcode
             how = f"exit code {code}"
             if code is not None and code < 0:
-                try:
+                with contextlib.suppress(ValueError):
                     how = f"killed by {signal.Signals(-code).name}"
-                except ValueError:
-                    pass
             self.broken = f"worker {i} (pid {proc.pid}) died ({how}) during {W.op_name(op)}"
             raise W.WorkerError(self.broken, i)
         if time.monotonic() - start > _TIMEOUT:

@@ -47,10 +47,7 @@ class SerialEnv(BatchedEnvBase):
                 seen.add(id(env))
                 if hasattr(env, "set_spec_lock_"):
                     env.set_spec_lock_(True)
-                rows = None
-                if groups is not None:
-                    rows = {name: group.rows[i] for name, group in groups.items()}
-                runners.append(EnvRunner(env, rows))
+                runners.append(EnvRunner(env, groups, i))
         except BaseException:
             for runner in runners:
                 _close_env(runner.env)

@@ -63,6 +63,23 @@ def _round_up(n: int) -> int:
     return (n + _ALIGN - 1) // _ALIGN * _ALIGN
 
 
+def getter(key: Key):
+    """A fast ``td.get(key, None)`` for a key tuple (reads TensorDict's dict directly)."""
+    plain = TensorDict
+    if len(key) == 1:
+        name = key[0]
+        return lambda td: td._tensordict.get(name) if type(td) is plain else td.get(name, None)
+
+    def get_nested(td):
+        for part in key:
+            if td is None:
+                return None
+            td = td._tensordict.get(part) if type(td) is plain else td.get(part, None)
+        return td
+
+    return get_nested
+
+
 def build_td(
     pairs: Sequence[tuple[Key, torch.Tensor]], batch_size: torch.Size, device: Any = None
 ) -> TensorDict:
@@ -139,6 +156,7 @@ class BufferGroup:
         self.nbytes = sum(self._sizes) if dense else sum(sum(s) for s in self._sizes)
         self.blocks: list[tuple[Key, torch.Tensor]] = []  # dense only: [W, ...] per key
         self.rows: list[list[tuple[Key, torch.Tensor]]] = []  # per worker: its views
+        self.writers: list[list[tuple]] = []  # per worker: (getter, view) pairs
 
     def bind(self, buffer: FlatBuffer, offset: int) -> None:
         """Create the views into ``buffer`` starting at ``offset``."""
@@ -150,6 +168,7 @@ class BufferGroup:
                 offset += size
             self.rows = [[(key, block[i]) for key, block in self.blocks] for i in range(W)]
         else:
+            self.blocks = []
             self.rows = []
             for leaves, sizes in zip(self.per_worker, self._sizes):
                 row = []
@@ -157,11 +176,15 @@ class BufferGroup:
                     row.append((key, buffer.view(offset, dtype, shape)))
                     offset += size
                 self.rows.append(row)
+        self.writers = [[(getter(k), v) for k, v in row] for row in self.rows]
+        self._dense_writers = [(getter(k), b) for k, b in self.blocks]
 
     def unbind(self) -> None:
         """Drop the views (so the memory they point at can be freed)."""
         self.blocks = []
         self.rows = []
+        self.writers = []
+        self._dense_writers = []
 
     # ----------------------------------------------------------------- parent side
     def snapshot(
@@ -195,24 +218,19 @@ class BufferGroup:
     def write(self, td: TensorDictBase, workers: Sequence[int] | None = None) -> None:
         """Copy the entries of a batched ``td`` that this group holds (missing keys are skipped)."""
         if self.dense:
-            for key, block in self.blocks:
-                value = td.get(key, None)
+            for get, block in self._dense_writers:
+                value = get(td)
                 if value is not None:
-                    block.copy_(value, non_blocking=True)
+                    block.copy_(value)
             return
         ids = range(self.num_workers) if workers is None else workers
         for i in ids:
-            sub = td[i]
-            for key, dst in self.rows[i]:
-                value = sub.get(key, None)
-                if value is not None:
-                    dst.copy_(value)
+            write_row(self.writers[i], td[i])
 
 
-def write_row(row: Sequence[tuple[Key, torch.Tensor]], td: TensorDictBase) -> None:
-    """Worker side: copy the leaves of ``td`` into the worker's views (missing keys skipped)."""
-    get = td.get
-    for key, dst in row:
-        value = get(key, None)
+def write_row(writers: Sequence[tuple], td: TensorDictBase) -> None:
+    """Copy the leaves of ``td`` into views, given ``(getter, view)`` pairs (missing skipped)."""
+    for get, dst in writers:
+        value = get(td)
         if value is not None:
             dst.copy_(value)

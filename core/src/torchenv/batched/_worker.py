@@ -25,6 +25,7 @@ its constructor runs in the worker.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import os
 import signal
@@ -33,7 +34,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
-from tensordict import TensorDictBase
+from tensordict import TensorDict, TensorDictBase
 
 from torchenv.batched._shared import Key, build_td, write_row
 
@@ -116,8 +117,7 @@ def make_worker_error(index: int, pid: int | None, op: int, info: tuple[str, str
     name, msg, text = info
     where = f"worker {index}" + (f" (pid {pid})" if pid is not None else "")
     return WorkerError(
-        f"{where} raised {name} during {op_name(op)}: {msg}\n\n"
-        f"Traceback in {where}:\n{text}",
+        f"{where} raised {name} during {op_name(op)}: {msg}\n\nTraceback in {where}:\n{text}",
         index,
         text,
         name,
@@ -129,67 +129,72 @@ class EnvRunner:
 
     Args:
         env: the sub-environment.
-        rows: ``{"in": ..., "next": ..., "root": ...}``, each a list of ``(key, view)`` pairs,
-            or ``None`` when buffers are not used.
-        non_tensor_keys: keys of non-tensor leaves, which cannot live in buffers and are
-            returned to the caller instead.
+        groups: the buffer groups (``"in"``, ``"next"``, ``"root"``), bound, or ``None`` when
+            buffers are not used.
+        index: the worker index (which rows are this env's).
     """
 
-    def __init__(
-        self,
-        env: Any,
-        rows: dict[str, list[tuple[Key, torch.Tensor]]] | None,
-        non_tensor_keys: Sequence[Any] = (),
-    ) -> None:
+    def __init__(self, env: Any, groups: dict | None, index: int) -> None:
         self.env = env
         self.batch_size = env.batch_size
-        self.rows = rows
-        if rows is not None:
-            self._in = rows["in"]
-            self._in_keys = {k for k, _ in self._in}
-            self._next = rows["next"]
-            self._root = rows["root"]
-        self.non_tensor_keys = list(non_tensor_keys)
+        self.device = env.device
+        if groups is not None:
+            self._in = groups["in"].rows[index]
+            self._next = groups["next"].writers[index]
+            self._root = groups["root"].writers[index]
+            root_rows = groups["root"].rows[index]
+            in_views = dict(self._in)
+            # state entries the step does not output are carried from the input (as step_mdp)
+            self._carry = [(in_views[k], v) for k, v in root_rows if k in in_views]
+            self._root_rows = root_rows
+        self._lean = _supports_lean_step(env)
 
     # ------------------------------------------------------------------ with buffers
     def _input(self) -> TensorDictBase:
-        return build_td(self._in, self.batch_size, self.env.device)
+        td = build_td(self._in, self.batch_size)
+        device = self.device
+        if device is not None and device.type != "cpu":
+            td = td.to(device)
+        return td
 
-    def _non_tensor(self, td: TensorDictBase) -> TensorDictBase | None:
-        if not self.non_tensor_keys:
-            return None
-        return td.select(*self.non_tensor_keys, strict=False)
-
-    def step(self) -> TensorDictBase | None:
+    def step(self) -> None:
         """``env._step`` on the input rows; the output goes to the ``"next"`` rows."""
-        out = self.env._step(self._input())
-        write_row(self._next, out)
-        return self._non_tensor(out)
+        write_row(self._next, self.env._step(self._input()))
 
-    def reset(self, keys: Sequence[Key] | None, kwargs: dict) -> TensorDictBase | None:
+    def reset(self, keys: Sequence[Key] | None, kwargs: dict) -> None:
         """``env.reset``; ``keys`` selects the input rows passed as the reset tensordict."""
         td = None
         if keys:
-            td = build_td(
-                [(k, v.clone()) for k, v in self._in if k in set(keys)],
-                self.batch_size,
-                self.env.device,
-            )
-        out = self.env.reset(td, **kwargs)
-        write_row(self._root, out)
-        return self._non_tensor(out)
+            wanted = set(keys)
+            td = build_td([(k, v.clone()) for k, v in self._in if k in wanted], self.batch_size)
+            if self.device is not None:
+                td = td.to(self.device)
+        write_row(self._root, self.env.reset(td, **kwargs))
 
-    def step_and_maybe_reset(self) -> TensorDictBase | None:
-        """``env.step_and_maybe_reset``: next data to ``"next"``, the new root data to ``"root"``."""
-        td, td_ = self.env.step_and_maybe_reset(self._input())
-        nxt = td.get("next")
-        write_row(self._next, nxt)
-        write_row(self._root, td_)
-        if not self.non_tensor_keys:
-            return None
-        out = self._non_tensor(td_)
-        out.set("next", self._non_tensor(nxt))
-        return out
+    def step_and_maybe_reset(self) -> None:
+        """``env.step_and_maybe_reset``: next data to ``"next"``, the new root data to ``"root"``.
+
+        For an env that keeps ``EnvBase``'s own ``step`` / ``step_and_maybe_reset`` /
+        ``maybe_reset`` (and has no auto-reset or type checks), the same result is produced
+        without building the intermediate tensordicts: ``_step`` plus ``EnvBase``'s output
+        completion, written straight into the buffers, then ``step_mdp`` done on the buffers
+        and a reset through ``env.reset`` only when a done flag is set.
+        """
+        env = self.env
+        if not self._lean:
+            td, td_ = env.step_and_maybe_reset(self._input())
+            write_row(self._next, td._tensordict["next"] if type(td) is TensorDict else td["next"])
+            write_row(self._root, td_)
+            return
+        out = env._step(self._input())
+        env._plan.complete_output(env, out, step=True)
+        write_row(self._next, out)
+        for src, dst in self._carry:
+            dst.copy_(src)
+        write_row(self._root, out)
+        td_ = build_td(self._root_rows, self.batch_size, self.device)
+        if env.any_done(td_):
+            write_row(self._root, env.reset(td_, select_reset_only=True))
 
     # ------------------------------------------------------------------ without buffers
     def step_td(self, td: TensorDictBase) -> TensorDictBase:
@@ -215,6 +220,23 @@ class EnvRunner:
         return getattr(self.env, name)(*args, **kwargs)
 
 
+def _supports_lean_step(env: Any) -> bool:
+    """Whether ``EnvRunner.step_and_maybe_reset`` may skip ``EnvBase.step``'s wrapping."""
+    from torchenv.envs import EnvBase
+
+    cls = type(env)
+    return (
+        isinstance(env, EnvBase)
+        and cls.step is EnvBase.step
+        and cls.step_and_maybe_reset is EnvBase.step_and_maybe_reset
+        and cls.maybe_reset is EnvBase.maybe_reset
+        and cls.any_done is EnvBase.any_done
+        and not env.auto_reset
+        and not env.run_type_checks
+        and (env.device is None or env.device.type == "cpu")
+    )
+
+
 def _close_env(env: Any) -> None:
     close = getattr(env, "close", None)
     if close is None:
@@ -237,7 +259,6 @@ def worker_main(
     conn: Any,
     parent_pid: int,
     num_threads: int | None,
-    non_tensor_keys: Sequence[Any],
 ) -> None:
     """Body of a ``ParallelEnv`` worker process (see the module docstring)."""
     from torchenv.batched._shared import FlatBuffer
@@ -260,13 +281,10 @@ def worker_main(
         env = create_env_fn(**create_env_kwargs)
         if hasattr(env, "set_spec_lock_"):
             env.set_spec_lock_(True)
-        rows = None
         if groups is not None:
-            rows = {}
-            for name, group in groups.items():
+            for group in groups.values():
                 group.bind(buffer, group.offset)
-                rows[name] = group.rows[index]
-        runner = EnvRunner(env, rows, non_tensor_keys)
+        runner = EnvRunner(env, groups, index)
     except BaseException as err:  # reported at the first command
         init_error = describe_exception(err)
 
@@ -280,10 +298,8 @@ def worker_main(
         op = ctl[op_slot]
         if op == OP_CLOSE:
             if runner is not None:
-                try:
+                with contextlib.suppress(BaseException):  # closing must not hang the parent
                     _close_env(runner.env)
-                except BaseException:  # closing must not hang the parent
-                    pass
             ctl[status_slot] = STATUS_OK
             done.release()
             break
@@ -293,19 +309,12 @@ def worker_main(
                 ctl[status_slot] = STATUS_ERROR
                 done.release()
                 continue
-            if op == OP_STEP:
-                extra = runner.step()
-                if extra is not None:
-                    send(("ok", extra))
-            elif op == OP_STEP_AND_MAYBE_RESET:
-                extra = runner.step_and_maybe_reset()
-                if extra is not None:
-                    send(("ok", extra))
+            if op == OP_STEP_AND_MAYBE_RESET:
+                runner.step_and_maybe_reset()
+            elif op == OP_STEP:
+                runner.step()
             elif op == OP_RESET:
-                keys, kwargs = recv()
-                extra = runner.reset(keys, kwargs)
-                if extra is not None:
-                    send(("ok", extra))
+                runner.reset(*recv())
             elif op == OP_STEP_NO_BUFFERS:
                 send(("ok", runner.step_td(recv())))
             elif op == OP_RESET_NO_BUFFERS:
@@ -335,12 +344,8 @@ def worker_main(
             ctl[status_slot] = STATUS_OK
         except BaseException as err:
             ctl[status_slot] = STATUS_ERROR
-            try:
+            with contextlib.suppress(BaseException):
                 send(("error", describe_exception(err)))
-            except BaseException:
-                pass
         done.release()
-    try:
+    with contextlib.suppress(OSError):
         conn.close()
-    except OSError:
-        pass

@@ -32,7 +32,7 @@ def _spec_for(env, key: tuple) -> tuple[str, object] | None:
 
 def check_env_specs(
     env,
-    return_contiguous: bool = True,
+    return_contiguous: bool | None = None,
     check_dtype: bool = True,
     seed: int | None = None,
     tensordict: TensorDictBase | None = None,
@@ -41,11 +41,13 @@ def check_env_specs(
     """Checks that the data an env produces matches its specs; raises ``AssertionError`` if not.
 
     A 3-step rollout is compared with ``env.fake_tensordict()`` (the structure the specs
-    promise): same keys, same shapes and dtypes, and every value inside its spec.
+    promise): same keys, shapes and dtypes at every step; the values of the last step
+    (with a fresh random action, so that action masks apply) must lie inside their specs.
 
     Args:
         env: the env to check.
-        return_contiguous: stack the rollout densely (``False`` for dynamic specs).
+        return_contiguous: stack the rollout densely; ``None`` (default): unless the specs
+            are dynamic.
         check_dtype: compare dtypes too.
         seed: if given, ``env.set_seed(seed)`` first.
         tensordict: an initial tensordict for the rollout (reset is then skipped).
@@ -61,14 +63,18 @@ def check_env_specs(
         return
     if seed is not None:
         env.set_seed(seed)
+    if return_contiguous is None:
+        return_contiguous = not env._has_dynamic_specs
     if tensordict is not None:
         tensordict = tensordict.copy()
-    reset = env.reset() if tensordict is None else env.reset(tensordict.copy())
-    for key in env.reward_keys:
-        if key in reset.keys(True, True):
-            raise AssertionError(
-                f"reset() returned the reward entry {key!r}: rewards belong to step outputs only."
-            )
+    else:
+        reset = env.reset()
+        for key in env.reward_keys:
+            if key in reset.keys(True, True):
+                raise AssertionError(
+                    f"reset() returned the reward entry {key!r}: rewards belong to step "
+                    "outputs only."
+                )
     rollout = env.rollout(
         3,
         return_contiguous=return_contiguous,
@@ -77,9 +83,12 @@ def check_env_specs(
         break_when_any_done=break_when_any_done,
     )
     fake = env.fake_tensordict()
-    fake_keys = {k for k in fake.keys(True, True) if not _private(k)}
-    for t, step in enumerate(rollout.unbind(rollout.batch_dims - 1)):
-        real_keys = {k for k in step.keys(True, True) if not _private(k)}
+    # state entries may or may not be echoed under "next"
+    optional = {("next", *((k,) if isinstance(k, str) else k)) for k in env.state_keys}
+    fake_keys = {k for k in fake.keys(True, True) if not _private(k)} - optional
+    steps = rollout.unbind(rollout.batch_dims - 1)
+    for t, step in enumerate(steps):
+        real_keys = {k for k in step.keys(True, True) if not _private(k)} - optional
         if fake_keys != real_keys:
             raise AssertionError(
                 f"check_env_specs: the keys of rollout step {t} do not match the specs: "
@@ -89,6 +98,9 @@ def check_env_specs(
         lead = step.batch_size[: step.batch_dims - fake.batch_dims]
         for key in sorted(real_keys, key=str):
             _check_entry(env, key, fake.get(key), step.get(key), lead, check_dtype)
+    last = env.rand_action(steps[-1].copy())
+    for key in sorted(fake_keys, key=str):
+        _check_range(env, key, last.get(key))
 
 
 def _private(key) -> bool:
@@ -121,11 +133,18 @@ def _check_entry(env, key, expected, value, lead: torch.Size, check_dtype: bool)
             f"check_env_specs: entry {key!r} has dtype {value.dtype} but the spec "
             f"expects dtype {expected.dtype}; spec: {spec}."
         )
-    if spec is None or dynamic:
+
+
+def _check_range(env, key, value) -> None:
+    found = _spec_for(env, (key,) if isinstance(key, str) else key)
+    if found is None or not isinstance(value, torch.Tensor):
+        return
+    spec = found[1]
+    if any(d < 0 for d in spec.shape):
         return
     for i, item in enumerate(value.reshape(-1, *spec.shape)):
         if not bool(spec.is_in(item)):
             raise AssertionError(
-                f"check_env_specs: entry {key!r} is out of its spec at flat index {i}: "
-                f"got {item}; expected a value in {spec}."
+                f"check_env_specs: entry {key!r} is out of its spec at flat index {i} of the "
+                f"last step: got {item}; expected a value in {spec}."
             )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import torch
 from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase, is_tensor_collection
 from tensordict.utils import NestedKey, unravel_key
@@ -11,12 +13,6 @@ from torchenv.envs._utils import _replace_last
 __all__ = ["step_mdp"]
 
 _MISSING = object()
-
-
-def _as_key_list(keys) -> list[NestedKey]:
-    if isinstance(keys, (str, tuple)):
-        keys = [keys]
-    return [unravel_key(k) for k in keys]
 
 
 def _tree(keys) -> dict:
@@ -97,18 +93,35 @@ def _grab(source: TensorDictBase, tree: dict, out: dict) -> None:
 
 def _copy_all_excluding(source: TensorDictBase, tree: dict, out: dict) -> None:
     """Merges every entry of ``source`` but those in ``tree`` into ``out`` (nested merge)."""
+    tensor = torch.Tensor
     for key, value in _items(source):
         sub = tree.get(key, _MISSING)
         if sub is None:
             continue
-        if is_tensor_collection(value) and not _is_non_tensor(value):
-            prev = out.get(key)
-            inner = dict(_items(prev)) if prev is not None and is_tensor_collection(prev) else {}
-            _copy_all_excluding(value, {} if sub is _MISSING else sub, inner)
-            if inner:
-                out[key] = _new_like(value, inner)
-        else:
+        if type(value) is tensor or not is_tensor_collection(value) or _is_non_tensor(value):
             out[key] = value
+            continue
+        prev = out.get(key)
+        inner = dict(_items(prev)) if prev is not None and is_tensor_collection(prev) else {}
+        _copy_all_excluding(value, _EMPTY if sub is _MISSING else sub, inner)
+        if inner:
+            out[key] = _new_like(value, inner)
+
+
+_EMPTY: dict = {}
+
+
+@functools.lru_cache(maxsize=64)
+def _exclusion_tree(excluded: tuple) -> dict:
+    return _tree(excluded)
+
+
+def _hashable_keys(keys) -> tuple:
+    if type(keys) is str:
+        return (keys,)
+    if isinstance(keys, tuple):
+        keys = [keys]
+    return tuple(k if type(k) is str else unravel_key(k) for k in keys)
 
 
 def _is_non_tensor(value) -> bool:
@@ -174,20 +187,20 @@ def step_mdp(
         ]
         out = LazyStackedTensorDict.lazy_stack(parts, tensordict.stack_dim)
         return out if next_tensordict is None else next_tensordict.update(out)
-    excluded = []
+    excluded: tuple = ()
     if exclude_reward:
-        excluded += _as_key_list(reward_keys)
+        excluded += _hashable_keys(reward_keys)
     if exclude_done:
-        excluded += _as_key_list(done_keys)
+        excluded += _hashable_keys(done_keys)
     if exclude_action:
-        excluded += _as_key_list(action_keys)
-    tree = _tree(excluded)
+        excluded += _hashable_keys(action_keys)
+    tree = _exclusion_tree(excluded)
+    next_td = tensordict.get("next")
     out: dict = {}
     if keep_other:
-        _copy_all_excluding(tensordict, {**tree, "next": None}, out)
+        _copy_all_excluding(tensordict, _exclusion_tree((*excluded, "next")), out)
     elif not exclude_action:
-        _grab(tensordict, _tree(_as_key_list(action_keys)), out)
-    next_td = tensordict.get("next")
+        _grab(tensordict, _tree(_hashable_keys(action_keys)), out)
     _copy_all_excluding(next_td, tree, out)
     result = _new_like(tensordict, out)
     if next_tensordict is not None:

@@ -184,7 +184,7 @@ def make_composite_from_td(
         (torch.Size([3, 4]), torch.Size([3]))
     """
     specs = {}
-    for name in data:
+    for name in data.keys():  # noqa: SIM118 - iterating a TensorDict walks its batch dim
         if dynamic_shape and isinstance(data, LazyStackedTensorDict):
             parts = [td.get(name) for td in data.tensordicts]
             first = parts[0]

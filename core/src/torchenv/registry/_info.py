@@ -67,11 +67,12 @@ class BackendInfo:
     def __str__(self) -> str:
         plugin = " ".join(filter(None, (self.distribution, self.distribution_version)))
         text = f"{self.name} ({plugin or self.plugin}): {self.status}"
-        if self.simulator:
-            found = self.simulator_version or "not installed"
-            text += f"; {self.simulator} {found}, supported {self.supported or 'any'}"
         if self.reason:
-            text += f"; {self.reason}"
+            return f"{text}: {self.reason}" + (f". {self.hint}" if self.hint else "")
+        if self.simulator:
+            text += (
+                f"; {self.simulator} {self.simulator_version} (supported {self.supported or 'any'})"
+            )
         return text
 
 

@@ -78,12 +78,20 @@ class TensorSpec:
     # trailing dims that indexing / squeezing must leave alone (e.g. OneHot's category dim)
     _protected_dims: ClassVar[int] = 0
 
-    shape: torch.Size
     dtype: torch.dtype
     device: torch.device | None
 
+    @property
+    def shape(self) -> torch.Size:
+        """The spec's shape; assigning it re-derives the cached sizes."""
+        return self._shape
+
+    @shape.setter
+    def shape(self, value: Sequence[int]) -> None:
+        self._set_shape(to_size(value))
+
     def _set_shape(self, shape: torch.Size) -> None:
-        self.shape = shape
+        self._shape = shape
         self._sshape = safe_shape(shape)
         self._ndim = len(shape)
         self._dynamic = any(s < 0 for s in shape)
@@ -245,9 +253,13 @@ class TensorSpec:
         for name in self._tensor_attrs:
             t = getattr(self, name)
             if t is not None:
-                setattr(new, name, fn(t))
+                new._set_tensor(name, fn(t))
         new._refresh()
         return new
+
+    def _set_tensor(self, name: str, value: torch.Tensor) -> None:
+        """Sets a shape-following tensor without re-deriving caches (callers ``_refresh`` after)."""
+        setattr(self, name, value)
 
     def clone(self) -> TensorSpec:
         """A deep copy of the spec."""
@@ -263,8 +275,13 @@ class TensorSpec:
         device = to_device(dest)
         if device == self.device:
             return self
-        new = self._map_tensors(lambda t: t.to(device))
+        new = self._copy()
         new.device = device
+        for name in self._tensor_attrs:
+            t = getattr(self, name)
+            if t is not None:
+                new._set_tensor(name, t.to(device))
+        new._refresh()
         return new
 
     def _to_dtype(self, dtype: torch.dtype) -> TensorSpec:
@@ -292,7 +309,7 @@ class TensorSpec:
         for name, extra in self._tensor_attrs.items():
             t = getattr(self, name)
             if t is not None:
-                setattr(new, name, fn(t, extra))
+                new._set_tensor(name, fn(t, extra))
         new._set_shape(torch.Size(new_shape))
         new._refresh()
         return new

@@ -6,20 +6,19 @@ A Composite's ``shape`` is the batch shape shared by its entries: every entry's 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
-from tensordict import TensorDict, TensorDictBase
 
 from torchenv.specs._base import TensorSpec
+from torchenv.specs._composite_data import CompositeDataOps
 from torchenv.specs._composite_shape import CompositeShapeOps
-from torchenv.specs._errors import SpecKeyError, SpecLockedError, SpecShapeError, SpecValueError
+from torchenv.specs._errors import SpecKeyError, SpecLockedError, SpecShapeError
 from torchenv.specs._keys import ItemsView, KeysView, ValuesView
 from torchenv.specs._utils import (
     DeviceLike,
     ShapeLike,
-    batch_shape,
     prefix_match,
     to_device,
     to_size,
@@ -30,7 +29,7 @@ _RESERVED = frozenset({"shape", "device", "dtype", "space"})
 _NO_DEFAULT = object()
 
 
-class Composite(CompositeShapeOps, TensorSpec):
+class Composite(CompositeDataOps, CompositeShapeOps, TensorSpec):
     """A collection of specs, one per key; nested dicts or Composites give nested keys.
 
     Args:
@@ -107,7 +106,12 @@ class Composite(CompositeShapeOps, TensorSpec):
 
     @property
     def batch_size(self) -> torch.Size:
+        """Alias of :attr:`shape`."""
         return self.shape
+
+    @batch_size.setter
+    def batch_size(self, value: ShapeLike) -> None:
+        self.shape = value
 
     @property
     def dtype(self) -> torch.dtype | None:  # type: ignore[override]
@@ -360,6 +364,21 @@ class Composite(CompositeShapeOps, TensorSpec):
             self[key] = value
         return self
 
+    def separates(self, *keys: Any, default: Any = None) -> Composite | None:
+        """Removes ``keys`` and returns them in a new Composite (``None`` when none was present).
+
+        Missing keys are skipped unless ``default`` is given a non-``None`` value (stored instead).
+        """
+        out = None
+        for key in keys:
+            value = self.pop(key, default)
+            if value is None:
+                continue
+            if out is None:
+                out = self.empty()
+            out[key] = value
+        return out
+
     def empty(self) -> Composite:
         """A Composite with the same shape and device and no entries."""
         return Composite(shape=self.shape, device=self._device, data_cls=self.data_cls)
@@ -391,142 +410,6 @@ class Composite(CompositeShapeOps, TensorSpec):
             if key in out.keys(include_nested=True):
                 del out[key]
         return out
-
-    # ------------------------------------------------------------------ data
-    def _build(self, fn_name: str, shape: Any) -> TensorDictBase:
-        bshape = batch_shape(shape)
-        data = {}
-        for key, spec in self._specs.items():
-            if spec is not None:
-                data[key] = getattr(spec, fn_name)(bshape)
-        return TensorDict._new_unsafe(
-            data, batch_size=torch.Size(bshape + self._sshape), device=self._device, nested=False
-        )
-
-    def rand(self, shape: Sequence[int] | None = None) -> TensorDictBase:
-        """A TensorDict of random values (batch size ``(*shape, *self.shape)``)."""
-        return self._build("rand", shape)
-
-    def zero(self, shape: Sequence[int] | None = None) -> TensorDictBase:
-        """A TensorDict of zeros (batch size ``(*shape, *self.shape)``)."""
-        return self._build("zero", shape)
-
-    def one(self, shape: Sequence[int] | None = None) -> TensorDictBase:
-        """A TensorDict of ones (batch size ``(*shape, *self.shape)``)."""
-        return self._build("one", shape)
-
-    def is_in(self, val: Any) -> bool:
-        """Whether every entry of the spec is present in ``val`` and in its spec (extra keys are ignored)."""
-        if val is None:
-            return False
-        if type(val) is TensorDict:  # fast path: read the TensorDict's own storage
-            get = val._tensordict.get
-        else:
-
-            def get(key: str) -> Any:
-                return val.get(key, None)
-
-        for key, spec in self._specs.items():
-            if spec is None:
-                continue
-            item = get(key)
-            if item is None or not spec.is_in(item):
-                return False
-        return True
-
-    def _first_mismatch(self, val: Any, prefix: tuple = ()) -> tuple[Any, TensorSpec, Any] | None:
-        for key, spec in self._specs.items():
-            if spec is None:
-                continue
-            full = (*prefix, key)
-            item = val.get(key, None) if hasattr(val, "get") else None
-            if item is None:
-                return full, spec, None
-            if isinstance(spec, Composite):
-                sub = spec._first_mismatch(item, full)
-                if sub is not None:
-                    return sub
-            elif not spec.is_in(item):
-                return full, spec, item
-        return None
-
-    def assert_is_in(self, value: Any, key: Any = None) -> None:
-        """Raises :class:`SpecValueError` naming the first key whose value is missing or not in its spec."""
-        found = self._first_mismatch(value)
-        if found is None:
-            return
-        key, spec, item = found
-        key = key[0] if len(key) == 1 else key
-        if item is None:
-            raise SpecValueError(
-                f"key {key!r} is missing from the value; expected by {spec._short()}"
-            )
-        raise SpecValueError(
-            f"value at key {key!r} is not in {spec._short()}: {spec._explain(item)}"
-        )
-
-    def _explain(self, val: Any) -> str:
-        found = self._first_mismatch(val)
-        if found is None:
-            return "no mismatch"
-        key, spec, item = found
-        if item is None:
-            return f"key {key!r} is missing"
-        return f"key {key!r}: {spec._explain(item)}"
-
-    def _short(self) -> str:
-        return f"Composite(keys={list(self._specs)}, shape={list(self.shape)})"
-
-    def type_check(self, value: Any, selected_keys: Any = None) -> None:  # type: ignore[override]
-        """Checks the dtype of every (or each selected) entry of ``value``."""
-        if isinstance(value, torch.Tensor) and isinstance(selected_keys, (str, tuple)):
-            self[selected_keys].type_check(value, selected_keys)
-            return
-        keys = self._specs.keys() if selected_keys is None else selected_keys
-        for key in keys:
-            spec = self[key]
-            if spec is not None and key in value:
-                spec.type_check(value.get(key), key)
-
-    def project(self, val: TensorDictBase) -> TensorDictBase:
-        """Projects every entry of ``val`` into its spec (in place on ``val``, which is returned)."""
-        for key, spec in self._specs.items():
-            if spec is None:
-                continue
-            item = val.get(key, None)
-            if item is None:
-                continue
-            new = spec.project(item)
-            if new is not item:
-                val.set(key, new)
-        return val
-
-    def _project(self, val: TensorDictBase) -> TensorDictBase:
-        return self.project(val)
-
-    def encode(self, vals: Mapping[str, Any], *, ignore_device: bool = False) -> TensorDictBase:
-        """Builds a TensorDict from a (nested) mapping of numpy arrays / numbers / tensors."""
-        out = {}
-        for key, item in vals.items():
-            if key not in self._specs or self._specs[key] is None:
-                raise SpecKeyError(f"cannot encode key {key!r}: the Composite has no spec for it")
-            out[key] = self._specs[key].encode(item, ignore_device=ignore_device)
-        return TensorDict._new_unsafe(
-            out, batch_size=self.shape, device=None if ignore_device else self._device, nested=False
-        )
-
-    def to_numpy(self, val: TensorDictBase, safe: bool | None = None) -> dict:
-        """A nested dict of numpy arrays, one per entry of the spec."""
-        if safe:
-            self.assert_is_in(val)
-        return {
-            key: spec.to_numpy(val.get(key))
-            for key, spec in self._specs.items()
-            if spec is not None
-        }
-
-    def zero_like(self) -> TensorDictBase:
-        return self.zero()
 
     # ------------------------------------------------------------------ copies and moves
     def _map(

@@ -26,7 +26,7 @@ class CompositeShapeOps:
     def expand(self, *shape: int | Sequence[int]) -> Composite:
         """Adds leading dims to the Composite and every entry.
 
-        >>> from torchenv.specs import Unbounded
+        >>> from torchenv.specs import Composite, Unbounded
         >>> Composite(obs=Unbounded(3)).expand(4)["obs"].shape
         torch.Size([4, 3])
         """

@@ -224,8 +224,9 @@ class Bounded(TensorSpec):
         shape = to_size(shape)
         init_leaf(self, shape, dev, dtype)
         try:
-            self.low = low_t.expand(self._sshape).clone()
-            self.high = high_t.expand(self._sshape).clone()
+            self._space = ContinuousBox(
+                low_t.expand(self._sshape).clone(), high_t.expand(self._sshape).clone()
+            )
         except RuntimeError:
             raise ValueError(
                 f"{type(self).__name__}: low (shape {list(low_t.shape)}) and high (shape {list(high_t.shape)}) "
@@ -237,10 +238,45 @@ class Bounded(TensorSpec):
             )
         self._refresh()
 
+    # low/high live in the space box, so that ``spec.space.low = ...`` (as TorchRL transforms do) works
+    @property
+    def low(self) -> torch.Tensor:
+        return self._space.low
+
+    @low.setter
+    def low(self, value: torch.Tensor) -> None:
+        self._space.low = value
+        self._refresh()
+
+    @property
+    def high(self) -> torch.Tensor:
+        return self._space.high
+
+    @high.setter
+    def high(self, value: torch.Tensor) -> None:
+        self._space.high = value
+        self._refresh()
+
+    def _set_tensor(self, name: str, value: torch.Tensor) -> None:
+        setattr(self._space, name, value)
+
+    def _copy(self) -> TensorSpec:
+        new = super()._copy()
+        new._space = ContinuousBox(self._space.low, self._space.high)
+        return new
+
+    def _check_cache(self) -> None:
+        space = self._space
+        if space.low is not self._c_low or space.high is not self._c_high:
+            self._refresh()
+
     def _refresh(self) -> None:
-        if self.low.dtype != self.dtype:
-            self.low = self.low.to(self.dtype)
-            self.high = self.high.to(self.dtype)
+        space = self._space
+        if space.low.dtype != self.dtype or space.low.device != self.device:
+            space.low = space.low.to(dtype=self.dtype, device=self.device)
+        if space.high.dtype != self.dtype or space.high.device != self.device:
+            space.high = space.high.to(dtype=self.dtype, device=self.device)
+        self._c_low, self._c_high = space.low, space.high
         self.domain = "continuous" if is_float_dtype(self.dtype) else "discrete"
         numel = self.low.numel()
         lo_s = hi_s = None
@@ -266,7 +302,7 @@ class Bounded(TensorSpec):
 
     @property
     def space(self) -> ContinuousBox:
-        return ContinuousBox(self.low, self.high)
+        return self._space
 
     @property
     def minimum(self) -> torch.Tensor:
@@ -277,6 +313,7 @@ class Bounded(TensorSpec):
         return self.high
 
     def rand(self, shape: Sequence[int] | None = None) -> torch.Tensor:
+        self._check_cache()
         full = batch_shape(shape) + self._sshape
         dtype, device = self.dtype, self.device
         lo, hi = self._lo_s, self._hi_s
@@ -310,6 +347,8 @@ class Bounded(TensorSpec):
             return False
         if dtype != self.dtype or not isinstance(val, torch.Tensor):
             return False
+        if self._space.low is not self._c_low or self._space.high is not self._c_high:
+            self._refresh()
         if self._full_range and not is_float_dtype(dtype):
             return True
         if not val.numel():
@@ -342,6 +381,7 @@ class Bounded(TensorSpec):
         return "; ".join(parts) or "values outside [low, high]"
 
     def _short(self) -> str:
+        self._check_cache()
         if self._lo_s is not None:
             rng = f"low={self._lo_s}, high={self._hi_s}"
         else:

@@ -63,7 +63,7 @@ def _stack_leaves(specs: Sequence[TensorSpec], dim: int) -> TensorSpec:
             continue
         ref = next(v for v in values if v is not None)
         values = [torch.ones_like(ref) if v is None else v for v in values]
-        setattr(new, name, torch.stack(values, d))
+        new._set_tensor(name, torch.stack(values, d))
     shape = list(first.shape)
     shape.insert(d, len(specs))
     new._set_shape(torch.Size(shape))

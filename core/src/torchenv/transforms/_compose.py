@@ -73,8 +73,27 @@ class Compose(Transform):
             raise TypeError(f"Compose got unexpected keyword arguments {sorted(kwargs)}")
         super().__init__()
         self.transforms = nn.ModuleList([_as_transform(t) for t in transforms])
+        self.__dict__["_seq"] = None
+        self.__dict__["_inv_seq"] = None
         for t in self.transforms:
             t.set_container(self)
+
+    @property
+    def _chain(self) -> tuple[Transform, ...]:
+        """The transforms as a tuple (cached: iterating a ModuleList is slow on the hot path)."""
+        seq = self.__dict__["_seq"]
+        if seq is None:
+            seq = self.__dict__["_seq"] = tuple(self._modules["transforms"])
+        return seq
+
+    @property
+    def _inv_chain(self) -> tuple[Transform, ...]:
+        """The transforms with an inverse, outermost first (cached)."""
+        seq = self.__dict__["_inv_seq"]
+        if seq is None:
+            seq = tuple(t for t in reversed(self._chain) if t._has_inverse)
+            self.__dict__["_inv_seq"] = seq
+        return seq
 
     # ----------------------------------------------------------- sequence API
     def __len__(self) -> int:
@@ -263,6 +282,8 @@ class Compose(Transform):
         super().reset_parent()
 
     def empty_cache(self) -> None:
+        self.__dict__["_seq"] = None
+        self.__dict__["_inv_seq"] = None
         for t in self.transforms:
             t.empty_cache()
         super().empty_cache()

@@ -129,7 +129,8 @@ class DTypeCastTransform(Transform):
 
     @property
     def _has_inverse(self) -> bool:
-        return True
+        keys = self.in_keys_inv
+        return keys is None or bool(keys)
 
     def _apply_transform(self, obs: torch.Tensor) -> torch.Tensor:
         return obs.to(self.dtype_out)

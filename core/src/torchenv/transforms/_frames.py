@@ -147,6 +147,33 @@ class CatFrames(_FrameBuffer):
     def _output(self, buffer: torch.Tensor) -> torch.Tensor:
         return buffer.clone()
 
+    def _call(self, next_tensordict: TensorDictBase) -> TensorDictBase:
+        # fast path: one cat per key; the result is both the output and the new buffer content
+        buffers = self._buffers
+        dim = self.dim
+        for in_key, out_key in self._key_pairs:
+            data = next_tensordict.get(in_key, None)
+            if data is None:
+                if self.missing_tolerance:
+                    continue
+                raise KeyError(f"CatFrames: entry {in_key!r} not found")
+            name = self._buffers_by_key[in_key]
+            buffer = buffers[name]
+            if (
+                buffer is None
+                or buffer.shape != self._buffer_shape(data)
+                or buffer.dtype != data.dtype
+            ):
+                buffer, _ = self._buffer(in_key, data)
+                self._fill(buffer, data, None)
+                next_tensordict.set(out_key, buffer.clone())
+                continue
+            d = data.shape[dim]
+            out = torch.cat((buffer.narrow(dim, d, buffer.shape[dim] - d), data), dim)
+            buffer.copy_(out)
+            next_tensordict.set(out_key, out)
+        return next_tensordict
+
     def _fill(self, buffer: torch.Tensor, data: torch.Tensor, reset: torch.Tensor | None) -> None:
         if self.padding == "same":
             reps = [1] * data.ndim

@@ -79,7 +79,8 @@ class ObservationNorm(ObservationTransform):
             )
 
     def _apply_transform(self, obs: torch.Tensor) -> torch.Tensor:
-        loc, scale = self.loc, self.scale
+        buffers = self._buffers
+        loc, scale = buffers["loc"], buffers["scale"]
         if loc is None or scale is None:
             self._check()
         if self.standard_normal:

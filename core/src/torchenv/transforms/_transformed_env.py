@@ -100,6 +100,10 @@ class TransformedEnv(EnvBase):
             transforms = list(transform)
         elif type(transform) is Compose and not inner:
             transforms = None
+        elif type(transform) is Compose:
+            transforms = list(transform)
+            for t in transforms:
+                t.reset_parent()
         else:
             transforms = [transform]
         if transforms is None:
@@ -316,23 +320,22 @@ class TransformedEnv(EnvBase):
             return getattr(base, name)
 
     # ------------------------------------------------------------------ steps
-    def _hot_path(self) -> tuple[bool, Any]:
+    def _hot_path(self) -> tuple[bool, Any, Any, Compose]:
         hot = self.__dict__["_hot"]
         if hot is None:
-            base = self.base_env
-            hot = (self.transform._has_inverse, base._plan)
+            base = self._modules["base_env"]
+            transform = self._modules["_transform"]
+            hot = (transform._has_inverse, base, base._plan, transform)
             if self.__dict__["_is_spec_locked"] and base.spec_locked:
                 self.__dict__["_hot"] = hot
         return hot
 
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
-        has_inverse, base_plan = self._hot_path()
-        transform = self.transform
+        has_inverse, base, base_plan, transform = self._hot_path()
         if has_inverse:
             tensordict_in = transform._inv_call(tensordict.copy())
         else:
             tensordict_in = tensordict
-        base = self.base_env
         partial = tensordict_in.get("_step", None) if has_inverse else None
         if partial is not None:
             return self._partial_base_step(tensordict_in, partial)

@@ -41,6 +41,14 @@ def _start(space: Any) -> Any:
     return start if np.any(start) else 0
 
 
+def _np(a: torch.Tensor) -> np.ndarray:
+    """The numpy view of an action tensor (detached and moved to the cpu only when needed)."""
+    try:
+        return a.numpy()
+    except (RuntimeError, TypeError):  # requires grad, or not on the cpu
+        return a.detach().cpu().numpy()
+
+
 # ---------------------------------------------------------------------------------------- readers
 def make_reader(space: Any, spec: TensorSpec, batch: tuple[int, ...] = ()) -> Reader:
     """Build ``read(value) -> tensor | dict`` for values of ``space`` converted to ``spec``."""
@@ -107,10 +115,7 @@ def make_writer(space: Any, spec: TensorSpec, batch: tuple[int, ...] = ()) -> Wr
         shape = (*batch, *space.shape)
 
         def write_box(a: torch.Tensor) -> np.ndarray:
-            try:
-                array = a.numpy()
-            except (RuntimeError, TypeError):  # requires grad, or not on the cpu
-                array = a.detach().cpu().numpy()
+            array = _np(a)
             if array.dtype != np_dtype or array.shape != shape:
                 array = array.astype(np_dtype).reshape(shape)
             return array
@@ -120,7 +125,9 @@ def make_writer(space: Any, spec: TensorSpec, batch: tuple[int, ...] = ()) -> Wr
         start = _start(space)
         if type(spec).__name__ == "OneHot":
             if batch:
-                return lambda a: a.detach().cpu().argmax(-1).numpy() + start
+                if isinstance(start, int) and start == 0:
+                    return lambda a: _np(a).argmax(-1)
+                return lambda a: _np(a).argmax(-1) + start
 
             def write_one_hot(a: torch.Tensor) -> int:
                 try:  # a short list is much faster than torch's argmax

@@ -298,6 +298,8 @@ class GymWrapper(EnvBase):
             return self._vec.step(tensordict)
         if self._action_is_td:
             action = self._write_action(tensordict)
+        elif type(tensordict) is TensorDict:
+            action = self._write_action(tensordict._tensordict[self._action_key])
         else:
             action = self._write_action(tensordict.get(self._action_key))
         env = self._env
@@ -310,9 +312,11 @@ class GymWrapper(EnvBase):
                 reward = reward + r
         out = self._read_obs(obs)
         out["reward"] = torch.from_numpy(np.array([reward], dtype=np.float32))
-        out["done"] = torch.from_numpy(np.array([terminated or truncated], dtype=bool))
-        out["terminated"] = torch.from_numpy(np.array([terminated], dtype=bool))
-        out["truncated"] = torch.from_numpy(np.array([truncated], dtype=bool))
+        # one small array, three views: fewer allocations than three arrays
+        flags = np.array([[terminated or truncated], [terminated], [truncated]], dtype=bool)
+        out["done"] = torch.from_numpy(flags[0])
+        out["terminated"] = torch.from_numpy(flags[1])
+        out["truncated"] = torch.from_numpy(flags[2])
         td = self._make_td(out)
         if self.info_dict_reader:
             td = self._read_info(info, td)

@@ -12,9 +12,14 @@ a convention that depends on the version and the env:
   new one for the partial reset that follows. Exact.
 * **next-step** (gymnasium 1.0, and vector-entry-point envs such as CartPole's): the step *after*
   the end resets the env, ignoring its action, and returns the first observation with reward 0 and
-  done False. Nothing earlier gives that observation, so a partial reset returns the last
-  observation for those envs and the next step carries gymnasium's reset transition (reward 0).
-  A full reset is exact.
+  done False. Sync vector envs expose their sub-envs, so the adapter resets those directly and
+  clears gymnasium's pending flag: exact. Other envs (vector entry points, async) give that
+  observation only with the next step, so a partial reset returns the last observation for the
+  envs that ended and the next step carries gymnasium's reset transition (reward 0): trajectories
+  are gymnasium's own. A full reset is always exact.
+
+Sub-envs that are still running can be reset alone in sync vector envs (and with disabled
+autoreset); other vector envs raise ``NotImplementedError`` for that.
 """
 
 from __future__ import annotations
@@ -52,21 +57,15 @@ def _where(mask: np.ndarray, new: Any, old: Any) -> Any:
     return np.where(m, new, old)
 
 
-def _put_final(obs: Any, final: Any, index: np.ndarray) -> Any:
-    """Copy of ``obs`` with the rows ``index`` replaced by the per-env ``final`` observations."""
+def _put_rows(obs: Any, rows: dict[int, Any]) -> Any:
+    """Copy of the batched ``obs`` with row ``i`` replaced by ``rows[i]`` (a single-env obs)."""
     if isinstance(obs, dict):
-        return {
-            k: _put_final(obs[k], [f[k] if f is not None else None for f in final], index)
-            for k in obs
-        }
+        return {k: _put_rows(obs[k], {i: r[k] for i, r in rows.items()}) for k in obs}
     if isinstance(obs, tuple):
-        return tuple(
-            _put_final(o, [f[j] if f is not None else None for f in final], index)
-            for j, o in enumerate(obs)
-        )
+        return tuple(_put_rows(o, {i: r[j] for i, r in rows.items()}) for j, o in enumerate(obs))
     out = np.array(obs, copy=True)
-    for i in index:
-        out[i] = final[i]
+    for i, row in rows.items():
+        out[i] = row
     return out
 
 
@@ -111,11 +110,15 @@ class VectorAdapter:
             options = dict(options or {}) | {"reset_mask": mask}
             obs, info = w._api.reset_env(self.env, seed, options)
             self.ended = self.ended & ~mask  # never in place: shared with outputs
-        elif self.mode == AUTORESET_SAME_STEP:
-            obs = _where(mask & self.ended, self.next_obs, self.last_obs)
+        else:
+            obs, todo = self.last_obs, mask
+            if self.mode == AUTORESET_SAME_STEP and self.next_obs is not None:
+                # gymnasium already reset the envs that ended: use their first observation
+                obs = _where(mask & self.ended, self.next_obs, obs)
+                todo = mask & ~self.ended
+            if todo.any():
+                obs = self._reset_sub_envs(obs, todo)
             self.ended = self.ended & ~mask  # never in place: shared with outputs
-        else:  # next step: gymnasium resets those envs during the next step
-            obs = self.last_obs
         self.last_obs = obs
         out = w._read_obs(obs)
         n = self._shape
@@ -126,6 +129,25 @@ class VectorAdapter:
         if w.info_dict_reader:
             td = w._read_info(info or {}, td)
         return td
+
+    def _reset_sub_envs(self, obs: Any, todo: np.ndarray) -> Any:
+        """Reset the sub-envs in ``todo`` one by one (sync vector envs expose them as ``.envs``)."""
+        subs = getattr(self.env, "envs", None)
+        if subs is None:
+            if self.mode == AUTORESET_NEXT_STEP and not (todo & ~self.ended).any():
+                return obs  # gymnasium resets them during the next step (see the module docs)
+            raise NotImplementedError(
+                f"{type(self.env).__name__} cannot reset single sub-envs that are still running "
+                f"(sub-envs {np.flatnonzero(todo & ~self.ended).tolist()}; autoreset "
+                f"{self.mode}). Reset all envs, or use vectorization_mode='sync'."
+            )
+        pending = getattr(self.env, "_autoreset_envs", None)  # gymnasium 1.x next-step flags
+        rows = {}
+        for i in np.flatnonzero(todo).tolist():
+            rows[i], _ = self.api.reset_env(subs[i], None, None)
+            if pending is not None:
+                pending[i] = False
+        return _put_rows(obs, rows)
 
     # ------------------------------------------------------------------ step
     def step(self, tensordict: TensorDictBase) -> TensorDictBase:
@@ -141,9 +163,9 @@ class VectorAdapter:
         if self.mode == AUTORESET_SAME_STEP:
             final = info.get(self.final_key) if info else None
             if final is not None:
-                index = np.flatnonzero(info.get("_" + self.final_key, done))
+                index = np.flatnonzero(info.get("_" + self.final_key, done)).tolist()
                 self.next_obs = obs
-                obs = _put_final(obs, final, index)
+                obs = _put_rows(obs, {i: final[i] for i in index})
         self.ended = done
         self.last_obs = obs
         out = w._read_obs(obs)

@@ -14,6 +14,16 @@ from torchenv.specs import Categorical, Composite, OneHot, Unbounded
 __all__ = ["CartPoleEnv"]
 
 
+class _Sim:
+    """The mutable simulation state, kept out of ``nn.Module.__setattr__`` (slow) on each step."""
+
+    __slots__ = ("state", "steps")
+
+    def __init__(self, state: torch.Tensor, steps: torch.Tensor) -> None:
+        self.state = state  # float64 [*batch, 4]: x, x_dot, theta, theta_dot
+        self.steps = steps  # int64 [*batch]: steps since the last reset
+
+
 class CartPoleEnv(EnvBase):
     """Balance a pole on a cart: gymnasium's ``CartPole-v1``, run for a whole batch at once.
 
@@ -89,8 +99,10 @@ class CartPoleEnv(EnvBase):
         self.full_done_spec = Composite(
             done=flag, terminated=flag.clone(), truncated=flag.clone(), shape=shape
         )
-        self._state = torch.zeros((*shape, 4), dtype=torch.float64, device=device)
-        self._steps = torch.zeros(shape, dtype=torch.int64, device=device)
+        self._sim = _Sim(
+            state=torch.zeros((*shape, 4), dtype=torch.float64, device=device),
+            steps=torch.zeros(shape, dtype=torch.int64, device=device),
+        )
         self._polemass_length = self.masspole * self.length
         self._total_mass = self.masspole + self.masscart
         self._forces = torch.tensor(
@@ -114,34 +126,37 @@ class CartPoleEnv(EnvBase):
     @property
     def state(self) -> torch.Tensor:
         """The float64 physical state ``[*batch, 4]`` (``x, x_dot, theta, theta_dot``); settable."""
-        return self._state
+        return self._sim.state
 
     @state.setter
     def state(self, value: torch.Tensor) -> None:
-        value = torch.as_tensor(value, dtype=torch.float64, device=self._state.device)
-        if value.shape != self._state.shape:
+        current = self._sim.state
+        value = torch.as_tensor(value, dtype=torch.float64, device=current.device)
+        if value.shape != current.shape:
             raise ValueError(
-                f"CartPoleEnv.state must have shape {tuple(self._state.shape)}, got {tuple(value.shape)}"
+                f"CartPoleEnv.state must have shape {tuple(current.shape)}, "
+                f"got {tuple(value.shape)}"
             )
-        self._state = value.clone()
+        self._sim.state = value.clone()
 
     def _reset(self, tensordict: TensorDictBase | None, **kwargs) -> TensorDictBase:
-        shape = self._steps.shape
+        sim = self._sim
+        shape = sim.steps.shape
         reset = None if tensordict is None else tensordict.get("_reset", None)
         if reset is None or not shape:
-            self._state = self._initial_states(shape)
-            self._steps = torch.zeros_like(self._steps)
+            sim.state = self._initial_states(shape)
+            sim.steps = torch.zeros_like(sim.steps)
         else:
             # draw fresh states for the reset sub-envs only (drawing is the costly part)
             mask = reset.reshape(shape)
             where = mask.nonzero(as_tuple=True)
-            self._state = state = self._state.clone()
-            state[where] = self._initial_states((where[0].numel(),))
-            self._steps = self._steps.masked_fill(mask, 0)
-        flag = torch.zeros((*shape, 1), dtype=torch.bool, device=self._state.device)
+            sim.state = sim.state.clone()
+            sim.state[where] = self._initial_states((where[0].numel(),))
+            sim.steps = sim.steps.masked_fill(mask, 0)
+        flag = torch.zeros((*shape, 1), dtype=torch.bool, device=sim.steps.device)
         return TensorDict(
             {
-                "observation": self._state.to(torch.float32),
+                "observation": sim.state.to(torch.float32),
                 "done": flag,
                 "terminated": flag.clone(),
                 "truncated": flag.clone(),
@@ -154,7 +169,7 @@ class CartPoleEnv(EnvBase):
         """Uniform states in ``[-reset_noise, reset_noise]``, shape ``[*shape, 4]``, float64."""
         noise = self.reset_noise
         fresh = torch.rand(
-            (*shape, 4), generator=self.rng, dtype=torch.float64, device=self._state.device
+            (*shape, 4), generator=self.rng, dtype=torch.float64, device=self._sim.state.device
         )
         return fresh.mul_(2 * noise).sub_(noise)
 
@@ -165,7 +180,8 @@ class CartPoleEnv(EnvBase):
         if not self.categorical_action_encoding:
             action = action[..., 1]
         force = self._forces[action.long()]
-        state = self._state
+        sim = self._sim
+        state = sim.state
         theta = state[..., 2]
         theta_dot = state[..., 3]
         costheta = theta.cos()
@@ -180,7 +196,7 @@ class CartPoleEnv(EnvBase):
         # explicit Euler: (x, x_dot, theta, theta_dot) += tau * (x_dot, xacc, theta_dot, thetaacc)
         rates = torch.stack([state[..., 1], xacc, theta_dot, thetaacc], -1)
         new_state = state + self.tau * rates
-        steps = self._steps + 1
+        steps = sim.steps + 1
         partial = tensordict.get("_step", None)
         if partial is None:
             reward = torch.ones((*steps.shape, 1), dtype=torch.float32, device=steps.device)
@@ -189,10 +205,10 @@ class CartPoleEnv(EnvBase):
             # hence their observation and done flags, and get no reward
             stepped = partial.reshape(steps.shape)
             new_state = torch.where(stepped.unsqueeze(-1), new_state, state)
-            steps = torch.where(stepped, steps, self._steps)
+            steps = torch.where(stepped, steps, sim.steps)
             reward = stepped.unsqueeze(-1).to(torch.float32)
-        self._state = state = new_state
-        self._steps = steps
+        sim.state = state = new_state
+        sim.steps = steps
         terminated = (state.abs() > self._limits).any(-1, keepdim=True)
         truncated = (steps >= self.max_episode_steps).unsqueeze(-1)
         return TensorDict(

@@ -3,9 +3,10 @@
 The same trivial env (constant observation, one-line ``_step``) is written against torchenv
 and against TorchRL; the TorchRL side runs in a subprocess of the interpreter named by
 ``TORCHENV_BENCH_TORCHRL_PYTHON`` (skipped with a message when unset or missing). The table
-gives the per-step overhead in microseconds and the ratio TorchRL / torchenv (higher is
-better for torchenv). Also: ``CartPoleEnv(batch_size=[1024])`` env-steps per second, next to
-gymnasium's vectorised CartPole when gymnasium is installed.
+gives per-step microseconds, the overhead (per-step time minus the env's own ``_step``)
+and the ratios TorchRL / torchenv (higher is better for torchenv). Also:
+``CartPoleEnv(batch_size=[1024])`` env-steps per second, next to gymnasium's vectorised
+CartPole when gymnasium is installed.
 
 Run: ``python benchmarks/bench_envbase.py`` (``--steps N``, ``--profile`` for a cProfile of
 torchenv's step loop).
@@ -27,6 +28,7 @@ torch.set_num_threads(1)
 
 REPEATS = 2
 WARMUP = 200
+FLOOR = "env._step alone"
 
 
 def make_trivial_env(env_base: type, specs: object) -> object:
@@ -82,6 +84,11 @@ def measure(env: object, step_mdp: Callable, steps: int) -> dict[str, float]:
     """Per-step microseconds of each way of stepping ``env``."""
     action = torch.zeros(1)
 
+    def env_step_alone(n: int) -> None:
+        td = env.reset().set("action", action)
+        for _ in range(n):
+            env._step(td)
+
     def step_only(n: int) -> None:
         td = env.reset().set("action", action)
         for _ in range(n):
@@ -104,6 +111,7 @@ def measure(env: object, step_mdp: Callable, steps: int) -> dict[str, float]:
         env.rollout(n, policy, break_when_any_done=False)
 
     return {
+        FLOOR: _best_of(env_step_alone, steps),
         "step": _best_of(step_only, steps),
         "step + step_mdp": _best_of(step_and_step_mdp, steps),
         "step_and_maybe_reset": _best_of(step_and_maybe_reset, steps),
@@ -210,15 +218,19 @@ def main() -> None:
         return
     ours = torchenv_side(args.steps)
     theirs = run_torchrl(args.steps)
-    print(f"\nTrivial env, {args.steps} steps, per-step overhead in µs (best of {REPEATS}):")
-    print(f"{'method':<24}{'torchenv':>12}{'torchrl':>12}{'torchrl/ours':>14}")
+    print(f"\nTrivial env, {args.steps} steps, per-step µs (best of {REPEATS}).")
+    print("overhead = per-step time minus the env's own _step (the floor, first row).")
+    header = ("method", "torchenv", "torchrl", "ratio", "ovh ours", "ovh torchrl", "ovh ratio")
+    print(f"{header[0]:<24}" + "".join(f"{h:>12}" for h in header[1:]))
     for name, ours_us in ours.items():
-        if theirs is None:
-            print(f"{name:<24}{ours_us:>12.2f}{'-':>12}{'-':>14}")
-        else:
-            print(
-                f"{name:<24}{ours_us:>12.2f}{theirs[name]:>12.2f}{theirs[name] / ours_us:>13.1f}x"
-            )
+        row = f"{name:<24}{ours_us:>12.2f}"
+        if theirs is not None:
+            row += f"{theirs[name]:>12.2f}{theirs[name] / ours_us:>11.1f}x"
+            if name != FLOOR:
+                ovh_ours = ours_us - ours[FLOOR]
+                ovh_theirs = theirs[name] - theirs[FLOOR]
+                row += f"{ovh_ours:>12.2f}{ovh_theirs:>12.2f}{ovh_theirs / ovh_ours:>11.1f}x"
+        print(row)
     print("\nBatched CartPole (1024 sub-envs, step_and_maybe_reset), env-steps per second:")
     for name, rate in cartpole_throughput().items():
         print(f"{name:<50}{rate:>14,.0f}")

@@ -17,8 +17,9 @@ ROOT = Path(__file__).resolve().parent.parent
 def _workspace_plugins() -> list[str]:
     names = []
     for pyproject in sorted(ROOT.glob("plugins/*/pyproject.toml")):
-        project = tomllib.loads(pyproject.read_text())["project"]
-        names.append(project["name"])
+        match = re.search(r'^name\s*=\s*"([^"]+)"', pyproject.read_text(), re.M)
+        if match:
+            names.append(match.group(1))
     return names
 
 

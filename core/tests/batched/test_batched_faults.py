@@ -5,6 +5,9 @@ from __future__ import annotations
 import gc
 import os
 import signal
+import subprocess
+import sys
+import tempfile
 import time
 
 import pytest
@@ -166,3 +169,32 @@ def test_serial_close_closes_sub_envs(noise_env_cls):
     subs = env.envs
     env.close()
     assert all(e.is_closed for e in subs)
+
+
+def test_interpreter_exit_without_close_leaves_no_worker(tmp_path):
+    script = tmp_path / "leak.py"
+    script.write_text(
+        "import torch\n"
+        "from torchenv.batched import ParallelEnv\n"
+        "from torchenv.envs.builtin import PendulumEnv\n"
+        "env = ParallelEnv(2, PendulumEnv)\n"
+        "env.reset()\n"
+        "print(*env.worker_pids)\n"
+        "GLOBAL = env  # still referenced at exit, never closed\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    pids = [int(p) for p in proc.stdout.split()]
+    assert len(pids) == 2
+    assert _wait_gone(pids) == []
+
+
+def test_memmap_buffers(noise_env_cls, tmp_path):
+    env = ParallelEnv(2, noise_env_cls, memmap=True)
+    td = env.reset()
+    td.set("action", torch.zeros(2, 1))
+    assert env.step(td)["next", "count"].squeeze(-1).tolist() == [1, 1]
+    assert not [f for f in os.listdir(tempfile.gettempdir()) if f.startswith("torchenv-batched-")]
+    env.close()

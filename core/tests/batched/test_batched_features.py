@@ -198,3 +198,12 @@ def test_bad_arguments(noise_env_cls):
             [noise_env_cls, functools.partial(noise_env_cls, obs_dim=5)],
             share_individual_td=False,
         )
+
+
+def test_to_device_keeps_sub_envs_and_casts(batched_cls, noise_env_cls):
+    env = batched_cls(2, noise_env_cls)
+    assert env.to("cpu") is env
+    assert env.device == torch.device("cpu")
+    td = env.reset()
+    assert td.device == torch.device("cpu")
+    env.close()

@@ -168,3 +168,8 @@ def test_random_policy_leaf_and_composite():
     env = CounterEnv()
     r = env.rollout(3, RandomPolicy(env.action_spec))
     assert env.action_spec.is_in(r["action"][0])
+
+
+def test_check_env_specs_method():
+    env = CounterEnv()
+    env.check_env_specs(seed=1)

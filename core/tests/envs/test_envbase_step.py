@@ -289,3 +289,33 @@ def test_auto_reset_without_replace_keeps_observations():
     env = AutoResettingEnv(max_count=2, auto_reset=True, auto_reset_replace=False)
     r = env.rollout(4, break_when_any_done=False)
     assert not torch.isnan(r["next", "observation"]).any()
+
+
+# ----------------------------------------------------------------------------- batch-locked vs unlocked
+def test_batch_unlocked_env_steps_and_rolls_out_any_batch():
+    env = StatelessEnv(limit=100.0)
+    assert not env.batch_locked
+    for batch in ([], [4], [2, 3]):
+        td = env.reset(TensorDict(batch_size=batch))
+        td = env.step(env.rand_action(td))
+        assert td["next", "observation"].shape == torch.Size([*batch, 1])
+    start = env.reset(TensorDict(batch_size=[4]))
+    r = env.rollout(3, auto_reset=False, tensordict=start)
+    assert r.batch_size == torch.Size([4, 3])
+
+
+def test_batch_unlocked_action_shape_checked_after_leading_dims():
+    env = StatelessEnv()
+    td = env.reset(TensorDict(batch_size=[4]))
+    td["action"] = torch.zeros(4, 2)
+    with pytest.raises(ValueError, match=r"after any leading batch dims"):
+        env.step(td)
+
+
+def test_batch_locked_flag_can_be_set_on_the_instance():
+    env = CounterEnv()
+    assert env.batch_locked
+    env.batch_locked = False
+    assert not env.batch_locked
+    env._batch_locked = True  # TorchRL-style attribute
+    assert env.batch_locked

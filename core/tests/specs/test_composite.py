@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from tensordict import TensorDict
+from tensordict import LazyStackedTensorDict, TensorDict
 
 from torchenv.specs import (
     Bounded,
@@ -267,8 +267,17 @@ class TestDeviceAndCopies:
 def test_separates_and_batch_size_setter():
     spec = make_spec()
     out = spec.separates("reward", "done")
-    assert list(out.keys()) == ["reward", "done"] and "reward" not in spec.keys()
+    assert list(out.keys()) == ["reward", "done"] and "reward" not in spec
     assert spec.separates("reward") is None  # missing keys are skipped
     spec = Composite(obs=Unbounded(shape=(2, 3)))
     spec.batch_size = (2,)
     assert spec.shape == (2,)
+
+
+def test_is_in_lazy_stack_of_dynamic_shapes():
+    spec = Composite(obs=Unbounded(shape=(3, -1)))
+    parts = [TensorDict(obs=torch.zeros(3, n)) for n in (1, 2, 4)]
+    lazy = LazyStackedTensorDict(*parts, stack_dim=0)
+    assert spec.is_in(lazy)
+    parts[1]["obs"] = torch.zeros(2, 2)
+    assert not spec.is_in(LazyStackedTensorDict(*parts, stack_dim=0))

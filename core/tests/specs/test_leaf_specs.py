@@ -371,3 +371,15 @@ class TestDynamicDims:
         bounded = Bounded(0.0, 1.0, shape=(-1, 2))
         assert bounded.is_in(torch.rand(9, 2))
         assert not bounded.is_in(torch.full((9, 2), 2.0))
+
+
+def test_zero_returns_fresh_tensors():
+    spec = Unbounded(shape=(3,))
+    first = spec.zero()
+    first += 1
+    assert spec.zero().tolist() == [0.0, 0.0, 0.0]
+    assert spec.to(torch.float64).zero().dtype == torch.float64
+    spec.shape = (2,)
+    assert spec.zero().shape == (2,)
+    spec.dtype = torch.int32
+    assert spec.zero().dtype == torch.int32

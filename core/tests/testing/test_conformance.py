@@ -7,7 +7,7 @@ import torch
 from tensordict import TensorDict
 
 from torchenv.envs import EnvBase
-from torchenv.specs import Bounded, Categorical, Composite, Unbounded
+from torchenv.specs import Binary, Bounded, Categorical, Composite, Unbounded
 from torchenv.testing import EnvConformanceTests
 
 
@@ -133,6 +133,100 @@ class TestCounterEnvConformance(EnvConformanceTests):
 class TestUnbatchedCounterEnvConformance(EnvConformanceTests):
     def make_env(self):
         return CounterEnv(batch_size=())
+
+
+class GroupEnv(EnvBase):
+    """A multi-agent env: observations, actions and rewards nested under group "agents"."""
+
+    def __init__(self, n_agents=2):
+        super().__init__(batch_size=torch.Size([3]))
+        shape = self.batch_size
+        group = (*shape, n_agents)
+        self.full_observation_spec = Composite(
+            agents=Composite(observation=Unbounded((*group, 2)), shape=group), shape=shape
+        )
+        self.full_action_spec = Composite(
+            agents=Composite(action=Categorical(4, shape=group), shape=group), shape=shape
+        )
+        self.full_reward_spec = Composite(
+            agents=Composite(reward=Unbounded((*group, 1)), shape=group), shape=shape
+        )
+        flag = Categorical(2, shape=(*shape, 1), dtype=torch.bool)
+        self.full_done_spec = Composite(done=flag, terminated=flag.clone(), shape=shape)
+        self.n_agents = n_agents
+        self.t = torch.zeros(shape)
+        self.rng = torch.Generator()
+
+    def _set_seed(self, seed):
+        self.rng.manual_seed(seed if seed is not None else 0)
+
+    def _reset(self, tensordict, **kwargs):
+        reset = None if tensordict is None else tensordict.get("_reset", None)
+        mask = torch.ones(self.batch_size, dtype=torch.bool) if reset is None else reset.squeeze(-1)
+        self.t = self.t.masked_fill(mask, 0.0)
+        obs = torch.rand(*self.batch_size, self.n_agents, 2, generator=self.rng)
+        flag = torch.zeros(*self.batch_size, 1, dtype=torch.bool)
+        return TensorDict(
+            {("agents", "observation"): obs, "done": flag, "terminated": flag.clone()},
+            self.batch_size,
+        )
+
+    def _step(self, tensordict):
+        self.t = self.t + 1
+        action = tensordict["agents", "action"].float()
+        obs = torch.stack([action, self.t.unsqueeze(-1).expand_as(action)], -1)
+        done = (self.t >= 4).unsqueeze(-1)
+        return TensorDict(
+            {
+                ("agents", "observation"): obs,
+                ("agents", "reward"): action.unsqueeze(-1),
+                "done": done,
+                "terminated": done.clone(),
+            },
+            self.batch_size,
+        )
+
+
+class GrowingEnv(EnvBase):
+    """An env with a dynamic spec (a -1 dim): the observation grows by one row per step."""
+
+    def __init__(self):
+        super().__init__(batch_size=())
+        self.observation_spec = Composite(observation=Unbounded(shape=(3, -1, 2)))
+        self.action_spec = Bounded(low=-1, high=1, shape=(2,))
+        flag = Binary(1, shape=(1,), dtype=torch.bool)
+        self.full_done_spec = Composite(done=flag, terminated=flag.clone(), truncated=flag.clone())
+        self.reward_spec = Unbounded((1,))
+        self.count = 0
+
+    def _observe(self):
+        done = self.full_done_spec.zero() | (self.count >= 5)
+        obs = torch.full((3, self.count + 1, 2), float(self.count))
+        return TensorDict({"observation": obs}).update(done)
+
+    def _reset(self, tensordict, **kwargs):
+        self.count = 0
+        return self._observe()
+
+    def _step(self, tensordict):
+        self.count += 1
+        return self._observe().update(self.full_reward_spec.zero())
+
+
+class TestGroupEnvConformance(EnvConformanceTests):
+    """Nested multi-agent keys pass the mixin."""
+
+    def make_env(self):
+        return GroupEnv()
+
+
+class TestGrowingEnvConformance(EnvConformanceTests):
+    """Dynamic specs (lazily stacked rollouts) pass the mixin."""
+
+    stochastic = False
+
+    def make_env(self):
+        return GrowingEnv()
 
 
 @pytest.mark.parametrize(

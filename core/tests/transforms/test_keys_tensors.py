@@ -235,3 +235,14 @@ def test_device_cast_transform():
     assert env.reset().device == torch.device("cpu")
     td = DeviceCastTransform("cpu")(TensorDict(a=torch.zeros(1)))
     assert td.device == torch.device("cpu")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_device_cast_transform_to_cuda():
+    base = CountingEnv()
+    env = TransformedEnv(base, DeviceCastTransform("cuda:0"))
+    check_env_specs(env)
+    assert env.device.type == "cuda"
+    td = env.rand_step()
+    assert td["next", "observation"].device.type == "cuda"
+    assert base.actions[-1].device.type == "cpu"

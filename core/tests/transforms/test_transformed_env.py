@@ -416,3 +416,56 @@ def test_common_stack_on_pendulum_passes_check_env_specs():
     td = env.rollout(20)
     assert td.shape == torch.Size([10])
     assert td["observation"].shape == torch.Size([10, 9])
+
+
+def test_pickle_and_deepcopy_keep_the_chain():
+    import copy
+    import pickle
+
+    env, _ = _three(CartPoleEnv(seed=0))
+    for other in (pickle.loads(pickle.dumps(env)), copy.deepcopy(env)):
+        assert other.transform[0].container is other
+        assert [type(t) for t in other.transform[-1].parent.transform] == [
+            RewardScaling,
+            StepCounter,
+        ]
+        check_env_specs(other)
+
+
+def test_forward_and_inv_accept_tensors_by_key():
+    assert torch.equal(AddOneToObs()(observation=torch.zeros(2)), torch.ones(2))
+    assert AddToAction(2.0).inv(action=torch.zeros(1)).item() == 2.0
+
+
+class SelfResettingEnv(CountingEnv):
+    """Resets itself when done: the step output already holds the next episode's first obs."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.reset_calls = 0
+
+    def _reset(self, tensordict=None, **kwargs):
+        self.reset_calls += 1
+        return super()._reset(tensordict, **kwargs)
+
+    def _step(self, tensordict):
+        out = super()._step(tensordict)
+        if out["done"].any():
+            self.count = torch.zeros_like(self.count)
+            out.set("observation", self._obs(out.empty())["observation"])
+        return out
+
+
+def test_auto_resetting_base_env_runs_transform_resets():
+    base = SelfResettingEnv(max_count=3, obs_dim=1, auto_reset=True)
+    env = TransformedEnv(base, Compose(StepCounter(), CatFrames(2, -1, in_keys=["observation"])))
+    check_env_specs(env)
+    base.reset_calls = 0
+    td = env.rollout(7, break_when_any_done=False)
+    assert base.reset_calls == 1  # only the first reset reaches the base env
+    assert td["step_count"].squeeze(-1).tolist() == [0, 1, 2, 0, 1, 2, 0]
+    done = td["next", "done"].squeeze(-1)
+    assert done.tolist() == [False, False, True, False, False, True, False]
+    assert torch.isnan(td["next", "observation"][done]).any()
+    # after a done, the frames restart from the base env's own first observation
+    assert td["observation"][3].tolist() == [0.0, 0.0]

@@ -24,10 +24,11 @@ def test_backends_are_declared():
     assert all(b.distribution == "torchenv-gym" for b in declared.values())
 
 
-def test_hook_module_imports_no_simulator():
+def test_hook_module_imports_no_simulator_nor_torch():
     code = (
         "import sys, torchenv_gym._hooks as h; h.torchenv_backends(); "
-        "assert 'gymnasium' not in sys.modules and 'gym' not in sys.modules, sorted(sys.modules)"
+        "heavy = {'gymnasium', 'gym', 'torch'} & set(sys.modules); "
+        "assert not heavy, heavy"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
 
@@ -81,3 +82,12 @@ def test_unknown_env_suggests_close_ids():
 def test_missing_gym_is_a_clear_error():
     with pytest.raises(registry.BackendUnavailableError, match="gym"):
         registry.make("gym:CartPole-v1")
+
+
+@pytest.mark.skipif(not HAS_GYM, reason="gym not installed")
+def test_gym_backend_by_name_whatever_the_default():
+    env = registry.make("gym:CartPole-v1")
+    assert env._api.library == "gym"
+    assert type(env._env.unwrapped).__module__.startswith("gym.")
+    assert env.rollout(3)["next", "observation"].shape == (3, 4)
+    assert "CartPole-v1" in registry.list_envs("gym")

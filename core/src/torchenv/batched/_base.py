@@ -20,11 +20,11 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
-from tensordict import LazyStackedTensorDict, TensorDictBase
+from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
 
 from torchenv.batched import _worker as W
 from torchenv.batched._creator import EnvCreator, _meta_data
-from torchenv.batched._shared import BufferGroup, FlatBuffer, leaves_of
+from torchenv.batched._shared import BufferGroup, FlatBuffer, build_td, getter, leaves_of
 from torchenv.envs import EnvBase
 from torchenv.specs import Composite
 
@@ -166,6 +166,7 @@ class BatchedEnvBase(EnvBase):
         d["_worker_batch"] = [m["batch_size"] for m in metas]
         d["_started"] = False
         d["_env_str"] = metas[0]["env_str"]
+        d["_needs_cast"] = out_device is not None and out_device != sub_device
 
         # specs: the sub-env specs stacked along the worker dim
         self.input_spec = _stack_specs([m["input_spec"] for m in metas])
@@ -254,7 +255,8 @@ class BatchedEnvBase(EnvBase):
         for group in self._groups.values():
             group.offset = offset
             offset += group.nbytes
-        buffer = FlatBuffer(offset, shared=shared)
+        buffer = FlatBuffer(offset, shared=shared, memmap=self.memmap)
+        buffer.unlink()  # only this process maps it
         for group in self._groups.values():
             group.bind(buffer, group.offset)
         return buffer
@@ -264,6 +266,7 @@ class BatchedEnvBase(EnvBase):
         """Create the sub-environments (workers). Called on first use if not called before."""
         if self.__dict__["_started"]:
             return
+        self.__dict__["_cache"].pop("batched_root_plan", None)  # it holds buffer views
         self._start()
         self.__dict__["_started"] = True
         self.is_closed = False
@@ -345,10 +348,16 @@ class BatchedEnvBase(EnvBase):
 
     # ------------------------------------------------------------------ outputs
     def _cast(self, td: TensorDictBase) -> TensorDictBase:
+        if not self.__dict__["_needs_cast"]:
+            return td
         device = self.__dict__["_device"]
-        if device is not None and device != self.__dict__["_sub_device"]:
-            return td.to(device, non_blocking=self.non_blocking and device.type == "cuda")
-        return td
+        return td.to(device, non_blocking=self.non_blocking and device.type == "cuda")
+
+    def to(self, device) -> BatchedEnvBase:
+        """Set the device of the batched env's inputs and outputs (the sub-envs stay put)."""
+        super().to(device)
+        self.__dict__["_needs_cast"] = self.device != self.__dict__["_sub_device"]
+        return self
 
     def _snapshot(self, group: str) -> TensorDictBase:
         return self._groups[group].snapshot(self.batch_size, self._worker_batch)
@@ -506,19 +515,54 @@ class BatchedEnvBase(EnvBase):
             self._check_batch(tensordict, self._plan)
         with torch.no_grad():
             self._groups["in"].write(tensordict)
-        self._dispatch(W.OP_STEP_AND_MAYBE_RESET, range(self.num_workers))
-        nxt = self._cast(self._snapshot("next"))
-        root = self._cast(self._snapshot("root"))
-        tensordict.set("next", nxt)
+        written = self._dispatch(W.OP_STEP_AND_MAYBE_RESET, range(self.num_workers))
+        nxt = self._snapshot("next")
+        root = self._root_after_step(nxt, tensordict, written)
+        if self.__dict__["_needs_cast"]:
+            nxt, root = self._cast(nxt), self._cast(root)
+        if type(tensordict) is TensorDict and tensordict.device == nxt.device:
+            tensordict._set_str("next", nxt, validated=True, inplace=False)
+        else:
+            tensordict.set("next", nxt)
         extra = self._extra_root_keys(tensordict)
         if extra:
             root.update(tensordict.select(*extra))
         return tensordict, root
 
+    def _root_after_step(
+        self, nxt: TensorDictBase, tensordict: TensorDictBase, written: list[int]
+    ) -> TensorDictBase:
+        """The next input: the step's output (shared tensors, as ``step_mdp``), with the rows
+        of the workers that wrote their ``"root"`` rows (after a reset) taken from there."""
+        group = self._groups["root"]
+        if not group.dense:
+            return self._snapshot("root")
+        plan = self._cached("batched_root_plan", self._root_plan)
+        idx = torch.as_tensor(written, dtype=torch.long) if written else None
+        pairs = []
+        for key, from_next, block in plan:
+            value = from_next(nxt) if from_next is not None else None
+            if value is None:  # a state entry: carried from the input
+                value = tensordict.get(key, None)
+                value = block.clone() if value is None else value
+            if idx is not None:
+                value = value.clone()
+                value[idx] = block[idx]
+            pairs.append((key, value))
+        return build_td(pairs, self.batch_size)
+
+    def _root_plan(self) -> list:
+        next_keys = set(self._groups["next"].keys)
+        return [
+            (key, getter(key) if key in next_keys else None, block)
+            for key, block in self._groups["root"].blocks
+        ]
+
     def _extra_root_keys(self, tensordict: TensorDictBase) -> list:
         """Root keys that are not env entries (a policy's hidden state...): carried over."""
         known = self._cached("batched_known_root_keys", self._known_root_keys)
-        return [k for k in tensordict.keys() if k not in known]  # noqa: SIM118
+        keys = tensordict._tensordict if type(tensordict) is TensorDict else tensordict.keys()
+        return [k for k in keys if k not in known]
 
     def _known_root_keys(self) -> set:
         known = {"next", "_reset", "_step"}

@@ -71,6 +71,7 @@ class ParallelEnv(BatchedEnvBase, metaclass=_ParallelMeta):
             self._groups,
             start_method=method,
             num_sub_threads=self.num_sub_threads,
+            memmap=self.memmap,
         )
 
     def _shutdown(self) -> None:

@@ -56,7 +56,9 @@ _LIVE_POOLS: set = set()  # finalizers of the pools still open, closed at interp
 
 
 @atexit.register
-def _close_all_pools() -> None:  # registered after multiprocessing's own exit hook: runs first
+def _close_all_pools() -> None:
+    """Close the pools still open at exit. Registered after ``multiprocessing.util``'s hook (which
+    joins non-daemonic children), so it runs before it: the workers are told to stop first."""
     for finalizer in list(_LIVE_POOLS):
         finalizer()
 
@@ -107,6 +109,8 @@ def _shutdown(state: _State, finalizer_ref: list) -> None:
     if state.ctl is not None:
         state.ctl.release()
     state.ctl = None
+    if state.buffer is not None:
+        state.buffer.unlink()
     state.buffer = None
     if finalizer_ref:
         _LIVE_POOLS.discard(finalizer_ref[0])
@@ -122,6 +126,7 @@ class WorkerPool:
             data goes through the pipes).
         start_method: multiprocessing start method.
         num_sub_threads: torch threads in each worker.
+        memmap: buffers in a memory-mapped file rather than in shared memory.
     """
 
     def __init__(
@@ -132,6 +137,7 @@ class WorkerPool:
         *,
         start_method: str,
         num_sub_threads: int | None = 1,
+        memmap: bool = False,
     ) -> None:
         self.num_workers = len(create_env_fns)
         self.groups = groups
@@ -146,7 +152,7 @@ class WorkerPool:
                 nbytes += group.nbytes
         ctl_offset = nbytes
         nbytes += 8 * self.num_workers
-        buffer = state.buffer = FlatBuffer(nbytes, shared=True)
+        buffer = state.buffer = FlatBuffer(nbytes, shared=True, memmap=memmap)
         if groups is not None:
             for group in groups.values():
                 group.bind(buffer, group.offset)
@@ -171,7 +177,7 @@ class WorkerPool:
                         i,
                         create_env_fns[i],
                         create_env_kwargs[i],
-                        buffer.flat,
+                        buffer,
                         groups,
                         ctl_offset,
                         go,
@@ -180,7 +186,7 @@ class WorkerPool:
                         parent_pid,
                         num_sub_threads,
                     ),
-                    daemon=True,
+                    daemon=False,  # a worker may start processes of its own
                 )
                 proc.start()
                 child_conn.close()
@@ -191,6 +197,11 @@ class WorkerPool:
         except BaseException:
             self.close()
             raise
+        # a memory-mapped buffer's file goes once every worker has mapped it: forked workers
+        # inherited the mapping; the others map it when they start (done by their first reply)
+        self._pending_unlink = start_method != "fork" and buffer.path is not None
+        if not self._pending_unlink:
+            buffer.unlink()
         self.procs = state.procs
         self._gos = [go.release for go in state.gos]
         self._dones = [done.acquire for done in state.dones]
@@ -218,11 +229,13 @@ class WorkerPool:
     ) -> list | None:
         """Send ``op`` to ``workers`` (with per-worker ``args`` on the pipes) and wait for them.
 
-        Returns the per-worker replies when ``reply`` is true, else ``None``. Raises
-        :class:`WorkerError` naming the worker when one raised or died.
+        Returns the per-worker replies when ``reply`` is true, else the workers that reported
+        ``STATUS_ROOT_WRITTEN``. Raises :class:`WorkerError` naming the worker when one raised
+        or died.
         """
         if self.broken is not None:
             raise RuntimeError(f"this ParallelEnv can no longer be used: {self.broken}")
+
         ctl, gos = self.ctl, self._gos
         for i in workers:
             ctl[2 * i] = op
@@ -233,16 +246,22 @@ class WorkerPool:
                 conns[i].send(a)
         dones = self._dones
         if not reply:
-            failed = None
+            flagged, failed = [], None
             for i in workers:
                 if not dones[i](True, _SLICE):
                     self._wait_slow(i, op)
-                if ctl[2 * i + 1]:
-                    failed = failed or []
-                    failed.append(i)
+                status = ctl[2 * i + 1]
+                if status:
+                    if status == W.STATUS_ERROR:
+                        failed = failed or []
+                        failed.append(i)
+                    else:
+                        flagged.append(i)
+            if self._pending_unlink:
+                self._unlink()
             if failed:
                 self._raise_errors(op, failed, {i: self._recv(i, op)[1] for i in failed})
-            return None
+            return flagged
         replies, errors = [], {}
         for i in workers:
             kind, value = self._recv(i, op)
@@ -251,9 +270,16 @@ class WorkerPool:
             if kind == "error":
                 errors[i] = value
             replies.append(value)
+        if self._pending_unlink:
+            self._unlink()
         if errors:
             self._raise_errors(op, list(errors), errors)
         return replies
+
+    def _unlink(self) -> None:
+        self._pending_unlink = False
+        if self._state.buffer is not None:
+            self._state.buffer.unlink()
 
     def _raise_errors(self, op: int, failed: list[int], infos: dict) -> None:
         first = failed[0]

@@ -77,14 +77,15 @@ class SerialEnv(BatchedEnvBase):
         self, op: int, workers: Sequence[int], args: Sequence[Any] | None = None, reply=False
     ) -> list | None:
         runners = self.__dict__["_runners"]
-        out = []
+        out, flagged = [], []
         for n, i in enumerate(workers):
             runner = runners[i]
             arg = args[n] if args is not None else None
             if op == W.OP_STEP:
                 runner.step()
             elif op == W.OP_STEP_AND_MAYBE_RESET:
-                runner.step_and_maybe_reset()
+                if runner.step_and_maybe_reset():
+                    flagged.append(i)
             elif op == W.OP_RESET:
                 runner.reset(*arg)
             elif op == W.OP_STEP_NO_BUFFERS:
@@ -101,4 +102,4 @@ class SerialEnv(BatchedEnvBase):
                 out.append(runner.call(*arg))
             else:  # pragma: no cover - internal misuse
                 raise RuntimeError(f"unknown opcode {op}")
-        return out if reply else None
+        return out if reply else flagged

@@ -25,6 +25,9 @@ and is read and written from Python through a ``memoryview``, which costs tens o
 
 from __future__ import annotations
 
+import contextlib
+import os
+import tempfile
 from collections.abc import Sequence
 from typing import Any
 
@@ -102,14 +105,45 @@ class FlatBuffer:
 
     Args:
         nbytes: size in bytes.
-        shared: put it in shared memory (needed by ``ParallelEnv``).
+        shared: put it in shared memory (torch's file-descriptor strategy: no name in
+            ``/dev/shm``; freed with the last process that maps it).
+        memmap: put it in a memory-mapped temporary file instead. The file is deleted by
+            :meth:`unlink` once every process has mapped it (a forked worker maps it at birth).
+
+    Pickling (``spawn`` workers) sends the shared tensor, or the file's path when memory-mapped.
     """
 
-    def __init__(self, nbytes: int, *, shared: bool) -> None:
+    def __init__(self, nbytes: int, *, shared: bool, memmap: bool = False) -> None:
         self.nbytes = max(int(nbytes), _ALIGN)
-        self.flat = torch.zeros(self.nbytes, dtype=torch.uint8)
-        if shared:
-            self.flat.share_memory_()
+        self.path: str | None = None
+        if memmap:
+            fd, self.path = tempfile.mkstemp(prefix="torchenv-batched-", suffix=".bin")
+            os.ftruncate(fd, self.nbytes)
+            os.close(fd)
+            self.flat = torch.from_file(self.path, shared=True, size=self.nbytes, dtype=torch.uint8)
+        else:
+            self.flat = torch.zeros(self.nbytes, dtype=torch.uint8)
+            if shared:
+                self.flat.share_memory_()
+
+    def unlink(self) -> None:
+        """Delete the memory-mapped file (the mappings stay valid). No-op otherwise."""
+        if self.path is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.path)
+            self.path = None
+
+    def __getstate__(self) -> dict:
+        if self.path is not None:
+            return {"nbytes": self.nbytes, "path": self.path}
+        return {"nbytes": self.nbytes, "flat": self.flat, "path": None}
+
+    def __setstate__(self, state: dict) -> None:
+        self.nbytes, self.path = state["nbytes"], state["path"]
+        if self.path is not None:
+            self.flat = torch.from_file(self.path, shared=True, size=self.nbytes, dtype=torch.uint8)
+        else:
+            self.flat = state["flat"]
 
     def view(self, offset: int, dtype: torch.dtype, shape: Sequence[int]) -> torch.Tensor:
         n = _nbytes(dtype, shape)

@@ -57,6 +57,7 @@ OP_LOAD_STATE_DICT = 12
 # status (control block slot ``2 * index + 1``)
 STATUS_OK = 0
 STATUS_ERROR = 1
+STATUS_ROOT_WRITTEN = 2  # step_and_maybe_reset wrote the "root" rows (a reset happened)
 
 _MAX_TRACEBACK = 16_000  # characters; keeps an error message under the pipe's buffer size
 
@@ -146,7 +147,7 @@ class EnvRunner:
             in_views = dict(self._in)
             # state entries the step does not output are carried from the input (as step_mdp)
             self._carry = [(in_views[k], v) for k, v in root_rows if k in in_views]
-            self._root_rows = root_rows
+            self._root_always = not groups["root"].dense
         self._lean = _supports_lean_step(env)
 
     # ------------------------------------------------------------------ with buffers
@@ -171,30 +172,39 @@ class EnvRunner:
                 td = td.to(self.device)
         write_row(self._root, self.env.reset(td, **kwargs))
 
-    def step_and_maybe_reset(self) -> None:
-        """``env.step_and_maybe_reset``: next data to ``"next"``, the new root data to ``"root"``.
+    def step_and_maybe_reset(self) -> bool:
+        """Step, then reset if done; returns whether the ``"root"`` rows were written.
+
+        The ``"next"`` rows always receive the step's output. The ``"root"`` rows (the next
+        input) are written only when they differ from the ``"next"`` rows: after a reset, for
+        envs stepped through their own ``step_and_maybe_reset``, or for per-worker layouts.
+        Otherwise the parent builds the root from the ``"next"`` data, as ``step_mdp`` does.
 
         For an env that keeps ``EnvBase``'s own ``step`` / ``step_and_maybe_reset`` /
-        ``maybe_reset`` (and has no auto-reset or type checks), the same result is produced
-        without building the intermediate tensordicts: ``_step`` plus ``EnvBase``'s output
-        completion, written straight into the buffers, then ``step_mdp`` done on the buffers
-        and a reset through ``env.reset`` only when a done flag is set.
+        ``maybe_reset`` (and has no auto-reset or type checks), the tensordicts that
+        ``EnvBase.step_and_maybe_reset`` would build are skipped: ``_step`` plus ``EnvBase``'s
+        output completion, written straight into the buffers, and ``env.reset`` on done.
         """
         env = self.env
         if not self._lean:
             td, td_ = env.step_and_maybe_reset(self._input())
             write_row(self._next, td._tensordict["next"] if type(td) is TensorDict else td["next"])
             write_row(self._root, td_)
-            return
+            return True
         out = env._step(self._input())
         env._plan.complete_output(env, out, step=True)
         write_row(self._next, out)
-        for src, dst in self._carry:
-            dst.copy_(src)
-        write_row(self._root, out)
-        td_ = build_td(self._root_rows, self.batch_size, self.device)
-        if env.any_done(td_):
-            write_row(self._root, env.reset(td_, select_reset_only=True))
+        if env.any_done(out):
+            for src, dst in self._carry:
+                dst.copy_(src)
+            write_row(self._root, env.reset(out, select_reset_only=True))
+            return True
+        if self._root_always:
+            for src, dst in self._carry:
+                dst.copy_(src)
+            write_row(self._root, out)
+            return True
+        return False
 
     # ------------------------------------------------------------------ without buffers
     def step_td(self, td: TensorDictBase) -> TensorDictBase:
@@ -251,7 +261,7 @@ def worker_main(
     index: int,
     create_env_fn: Callable,
     create_env_kwargs: dict,
-    flat: torch.Tensor | None,
+    buffer: Any,
     groups: dict | None,
     ctl_offset: int,
     go: Any,
@@ -261,18 +271,12 @@ def worker_main(
     num_threads: int | None,
 ) -> None:
     """Body of a ``ParallelEnv`` worker process (see the module docstring)."""
-    from torchenv.batched._shared import FlatBuffer
-
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if num_threads is not None:
         torch.set_num_threads(num_threads)
     torch.set_grad_enabled(False)
 
-    buffer = FlatBuffer.__new__(FlatBuffer)
-    buffer.flat = ctl_flat = flat
-    buffer.nbytes = int(flat.numel())
     ctl = buffer.int32_view(ctl_offset, 2 * (index + 1))
-    del ctl_flat
     op_slot, status_slot = 2 * index, 2 * index + 1
 
     init_error: tuple[str, str, str] | None = None
@@ -309,8 +313,10 @@ def worker_main(
                 ctl[status_slot] = STATUS_ERROR
                 done.release()
                 continue
+            status = STATUS_OK
             if op == OP_STEP_AND_MAYBE_RESET:
-                runner.step_and_maybe_reset()
+                if runner.step_and_maybe_reset():
+                    status = STATUS_ROOT_WRITTEN
             elif op == OP_STEP:
                 runner.step()
             elif op == OP_RESET:
@@ -341,7 +347,7 @@ def worker_main(
                 send(("ok", None))
             else:
                 raise RuntimeError(f"unknown opcode {op}")
-            ctl[status_slot] = STATUS_OK
+            ctl[status_slot] = status
         except BaseException as err:
             ctl[status_slot] = STATUS_ERROR
             with contextlib.suppress(BaseException):

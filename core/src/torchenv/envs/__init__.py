@@ -4,6 +4,7 @@ from torchenv.envs._checks import check_env_specs
 from torchenv.envs._common import EnvBase
 from torchenv.envs._libraries import get_available_libraries
 from torchenv.envs._marl import MarlGroupMapType, check_marl_grouping
+from torchenv.envs._metadata import EnvMetaData
 from torchenv.envs._step_mdp import step_mdp
 from torchenv.envs._utils import RandomPolicy, make_composite_from_td, terminated_or_truncated
 from torchenv.envs.builtin import CartPoleEnv, PendulumEnv, TicTacToeEnv
@@ -11,6 +12,7 @@ from torchenv.envs.builtin import CartPoleEnv, PendulumEnv, TicTacToeEnv
 __all__ = [
     "CartPoleEnv",
     "EnvBase",
+    "EnvMetaData",
     "MarlGroupMapType",
     "PendulumEnv",
     "TicTacToeEnv",

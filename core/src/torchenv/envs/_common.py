@@ -11,16 +11,14 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from tensordict.utils import NestedKey
 
-from torchenv.envs._reset import check_done_after_reset, update_during_reset
+from torchenv.envs._reset import check_done_after_reset, save_auto_reset, update_during_reset
 from torchenv.envs._spec_props import _EnvSpecs
-from torchenv.envs._step import _merge_sub_next, _skip_next, _StepPlan
+from torchenv.envs._step import _merge_sub_next, _skip_next, _StepPlan, check_observations
 from torchenv.envs._step_mdp import _EnvStepMDP
 from torchenv.envs._utils import (
     _align_mask,
     _any,
-    _fast_get,
     _get_nested,
-    _prefix,
     terminated_or_truncated,
 )
 from torchenv.specs import Composite
@@ -214,11 +212,11 @@ class EnvBase(_EnvSpecs, torch.nn.Module, metaclass=_EnvMeta):
     @property
     def batch_locked(self) -> bool:
         """Whether inputs must have exactly ``batch_size`` (``False``: any leading dims)."""
-        return self.__dict__.get("_batch_locked_value", type(self)._batch_locked)
+        return self.__dict__.get("_batch_locked", type(self)._batch_locked)
 
     @batch_locked.setter
     def batch_locked(self, value: bool) -> None:
-        self.__dict__["_batch_locked_value"] = bool(value)
+        self.__dict__["_batch_locked"] = bool(value)
         self.empty_cache()
 
     @property
@@ -390,9 +388,7 @@ class EnvBase(_EnvSpecs, torch.nn.Module, metaclass=_EnvMeta):
         else:
             preset = tensordict._get_str("next", None)
         if preset is not None:
-            for key in preset.keys(True, True):
-                if _get_nested(next_td, key) is None:
-                    next_td.set(key, preset.get(key))
+            _merge_missing(next_td, preset)
         if next_td.batch_size == tensordict.batch_size and next_td.device == tensordict.device:
             tensordict._set_str("next", next_td, validated=True, inplace=False)
         else:
@@ -419,58 +415,12 @@ class EnvBase(_EnvSpecs, torch.nn.Module, metaclass=_EnvMeta):
         return tensordict
 
     def _check_observations(self, data: TensorDictBase) -> None:
-        """``run_type_checks``: every observation must be inside its spec."""
-        for leaf in self._plan.observations:
-            value = _get_nested(data, leaf.key)
-            if not isinstance(value, torch.Tensor) or leaf.dynamic:
-                continue
-            n = len(leaf.shape)
-            ok = value.shape[value.ndim - n :] == leaf.shape and all(
-                bool(leaf.spec.is_in(v)) for v in value.reshape(-1, *leaf.shape)
-            )
-            if not ok:
-                raise ValueError(
-                    f"{type(self).__name__}: the observation {leaf.key!r} does not match "
-                    f"its spec {leaf.spec}; got shape {tuple(value.shape)}, dtype {value.dtype}."
-                )
+        check_observations(self, data, self._plan)
 
     def _auto_reset_step(self, next_td: TensorDictBase, plan: _StepPlan) -> None:
-        """Saves the observations of the new episode and masks those delivered with done."""
-        masks = {}
-        any_done = False
-        for group in plan.done_groups:
-            node = next_td if not group.prefix else _get_nested(next_td, group.prefix)
-            done = _fast_get(node, "done") if node is not None else None
-            if done is not None:
-                masks[group.prefix] = done
-                any_done = any_done or _any(done)
-        if not any_done:
-            return
-        saved = TensorDict(batch_size=next_td.batch_size, device=next_td.device)
-        for leaf in plan.observations:
-            value = _get_nested(next_td, leaf.key)
-            if not isinstance(value, torch.Tensor):
-                continue
-            saved.set(leaf.key, value.clone())
-            if not self.__dict__["_auto_reset_replace"]:
-                continue
-            prefix = _prefix(leaf.key)
-            mask = None
-            for p in sorted(masks, key=len, reverse=True):
-                if prefix[: len(p)] == p:
-                    mask = masks[p]
-                    break
-            if mask is None:
-                continue
-            if value.is_floating_point():
-                fill = float("nan")
-            elif value.dtype is torch.bool:
-                fill = False
-            else:
-                fill = -1
-            aligned = _align_mask(mask, value.shape, next_td.batch_dims)
-            next_td.set(leaf.key, torch.where(aligned, torch.full_like(value, fill), value))
-        self.__dict__["_auto_reset_saved"] = saved
+        saved = save_auto_reset(next_td, plan, self.__dict__["_auto_reset_replace"])
+        if saved is not None:
+            self.__dict__["_auto_reset_saved"] = saved
 
     def step_and_maybe_reset(
         self, tensordict: TensorDictBase
@@ -563,6 +513,12 @@ class EnvBase(_EnvSpecs, torch.nn.Module, metaclass=_EnvMeta):
 
         return rollout(self, max_steps, policy, callback, **kwargs)
 
+    def check_env_specs(self, *args, **kwargs) -> None:
+        """Runs :func:`torchenv.envs.check_env_specs` on this env."""
+        from torchenv.envs._checks import check_env_specs
+
+        check_env_specs(self, *args, **kwargs)
+
     def append_transform(self, transform) -> Any:
         """Returns ``TransformedEnv(self, transform)``."""
         from torchenv.transforms import TransformedEnv
@@ -581,6 +537,22 @@ class EnvBase(_EnvSpecs, torch.nn.Module, metaclass=_EnvMeta):
             f"    input_spec={self.input_spec},\n    device={self.device},\n"
             f"    batch_size={self.batch_size})"
         )
+
+
+def _merge_missing(dst: TensorDictBase, src: TensorDictBase) -> None:
+    """Copies into ``dst`` the entries of ``src`` that ``dst`` lacks (nested levels merged)."""
+    if type(dst) is TensorDict and type(src) is TensorDict:
+        target = dst._tensordict
+        for key, value in src._tensordict.items():
+            current = target.get(key)
+            if current is None:
+                dst._set_str(key, value, validated=False, inplace=False)
+            elif isinstance(current, TensorDictBase) and isinstance(value, TensorDictBase):
+                _merge_missing(current, value)
+        return
+    for key in src.keys(True, True):
+        if _get_nested(dst, key) is None:
+            dst.set(key, src.get(key))
 
 
 def _has_any(td: TensorDictBase, keys: list[NestedKey]) -> bool:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import warnings
 
 import torch
-from tensordict import TensorDictBase, is_tensor_collection
+from tensordict import TensorDict, TensorDictBase, is_tensor_collection
 
 from torchenv.envs._utils import _align_mask, _any, _get_nested, _prefix
 
@@ -142,3 +142,43 @@ def _masked_merge(
             continue
         aligned = _align_mask(mask.to(new.device), new.shape, node_ndim)
         node.set(key, torch.where(aligned, new, old))
+
+
+# ----------------------------------------------------------------------------- auto-resetting envs
+def save_auto_reset(next_td: TensorDictBase, plan, replace: bool) -> TensorDictBase | None:
+    """For an env that resets itself: keeps the observations that start the next episode.
+
+    Returns them (the next ``reset`` hands them out instead of calling ``_reset``) and, when
+    ``replace``, overwrites them in ``next_td`` where done with NaN / -1 / ``False``.
+    Returns ``None`` when nothing is done.
+    """
+    masks = {}
+    any_done = False
+    for group in plan.done_groups:
+        node = next_td if not group.prefix else _get_nested(next_td, group.prefix)
+        done = _get_nested(node, "done") if node is not None else None
+        if done is not None:
+            masks[group.prefix] = done
+            any_done = any_done or _any(done)
+    if not any_done:
+        return None
+    saved = TensorDict(batch_size=next_td.batch_size, device=next_td.device)
+    by_depth = sorted(masks, key=len, reverse=True)
+    for leaf in plan.observations:
+        value = _get_nested(next_td, leaf.key)
+        if not isinstance(value, torch.Tensor):
+            continue
+        saved.set(leaf.key, value.clone())
+        prefix = _prefix(leaf.key)
+        mask = next((masks[p] for p in by_depth if prefix[: len(p)] == p), None)
+        if not replace or mask is None:
+            continue
+        if value.is_floating_point():
+            fill = float("nan")
+        elif value.dtype is torch.bool:
+            fill = False
+        else:
+            fill = -1
+        aligned = _align_mask(mask, value.shape, next_td.batch_dims)
+        next_td.set(leaf.key, torch.where(aligned, torch.full_like(value, fill), value))
+    return saved

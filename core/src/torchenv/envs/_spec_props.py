@@ -275,56 +275,11 @@ class _EnvSpecs:
             return spec
         return spec[(0,) * nb]
 
-    @property
-    def single_observation_spec(self) -> Composite:
-        """``observation_spec`` without the batch dims."""
-        return self._unbatched(self.full_observation_spec)
-
-    @property
-    def single_action_spec(self) -> TensorSpec:
-        """``action_spec`` without the batch dims."""
-        return self._unbatched(self.action_spec)
-
-    @property
-    def single_reward_spec(self) -> TensorSpec:
-        """``reward_spec`` without the batch dims."""
-        return self._unbatched(self.reward_spec)
-
-    @property
-    def single_done_spec(self) -> TensorSpec:
-        """``done_spec`` without the batch dims."""
-        return self._unbatched(self.done_spec)
-
-    @property
-    def single_state_spec(self) -> Composite:
-        """``state_spec`` without the batch dims."""
-        return self._unbatched(self.full_state_spec)
-
-    @property
-    def full_action_spec_unbatched(self) -> Composite:
-        return self._unbatched(self.full_action_spec)
-
-    @property
-    def full_observation_spec_unbatched(self) -> Composite:
-        return self._unbatched(self.full_observation_spec)
-
-    @property
-    def full_done_spec_unbatched(self) -> Composite:
-        return self._unbatched(self.full_done_spec)
-
-    @property
-    def full_reward_spec_unbatched(self) -> Composite:
-        return self._unbatched(self.full_reward_spec)
-
-    @property
-    def full_state_spec_unbatched(self) -> Composite:
-        return self._unbatched(self.full_state_spec)
-
-    action_spec_unbatched = single_action_spec
-    observation_spec_unbatched = single_observation_spec
-    reward_spec_unbatched = single_reward_spec
-    done_spec_unbatched = single_done_spec
-    state_spec_unbatched = single_state_spec
+    def _batched(self, spec: TensorSpec) -> TensorSpec:
+        """Expands a spec without batch dims to the env batch size."""
+        if not self.batch_size:
+            return spec
+        return spec.expand(*self.batch_size, *spec.shape)
 
     @property
     def specs(self) -> Composite:
@@ -446,3 +401,32 @@ class _EnvSpecs:
             raise KeyError("add_truncated_keys: the env has no done keys.")
         self.full_done_spec = spec
         return self
+
+
+def _unbatched_property(name: str, doc: str) -> property:
+    def getter(self):
+        return self._unbatched(getattr(self, name))
+
+    def setter(self, value):
+        setattr(self, name, self._batched(value))
+
+    return property(getter, setter, doc=doc)
+
+
+for _name in (
+    "observation_spec",
+    "action_spec",
+    "reward_spec",
+    "done_spec",
+    "state_spec",
+    "full_observation_spec",
+    "full_action_spec",
+    "full_reward_spec",
+    "full_done_spec",
+    "full_state_spec",
+):
+    _prop = _unbatched_property(_name, f"``{_name}`` without the batch dims (settable).")
+    setattr(_EnvSpecs, f"{_name}_unbatched", _prop)
+    if not _name.startswith("full_"):
+        setattr(_EnvSpecs, f"single_{_name}", _prop)
+del _name, _prop

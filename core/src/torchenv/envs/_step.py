@@ -239,6 +239,23 @@ def _is_in(spec, value: torch.Tensor, locked: bool) -> bool:
     return all(bool(spec.is_in(v)) for v in flat)
 
 
+def check_observations(env, data: TensorDictBase, plan: _StepPlan) -> None:
+    """``run_type_checks``: every observation must be inside its spec."""
+    for leaf in plan.observations:
+        value = _get_nested(data, leaf.key)
+        if not isinstance(value, torch.Tensor) or leaf.dynamic:
+            continue
+        n = len(leaf.shape)
+        ok = value.shape[value.ndim - n :] == leaf.shape and all(
+            bool(leaf.spec.is_in(v)) for v in value.reshape(-1, *leaf.shape)
+        )
+        if not ok:
+            raise ValueError(
+                f"{type(env).__name__}: the observation {leaf.key!r} does not match "
+                f"its spec {leaf.spec}; got shape {tuple(value.shape)}, dtype {value.dtype}."
+            )
+
+
 # ----------------------------------------------------------------------------- partial steps
 def _previous_or_zero(prev_root: TensorDictBase, key, like: torch.Tensor, batch: torch.Size):
     """The previous content of ``key`` in the input tensordict, or zeros, at full batch size."""

@@ -77,6 +77,8 @@ class TensorSpec:
     _meta_attrs: ClassVar[tuple[str, ...]] = ()
     # trailing dims that indexing / squeezing must leave alone (e.g. OneHot's category dim)
     _protected_dims: ClassVar[int] = 0
+    # (dtype, device, zero tensor) used by ``zero()``; reset when the shape changes
+    _zcache: tuple | None = None
 
     dtype: torch.dtype
     device: torch.device | None
@@ -92,6 +94,7 @@ class TensorSpec:
 
     def _set_shape(self, shape: torch.Size) -> None:
         self._shape = shape
+        self._zcache = None
         self._sshape = safe_shape(shape)
         self._ndim = len(shape)
         self._dynamic = any(s < 0 for s in shape)
@@ -127,6 +130,13 @@ class TensorSpec:
 
     def zero(self, shape: Sequence[int] | None = None) -> torch.Tensor:
         """A zero-filled value with extra leading dims ``shape`` (not always in the spec's space)."""
+        if not shape:  # hot path (e.g. done flags at reset): clone a cached template
+            cache = self._zcache
+            if cache is not None and cache[0] is self.dtype and cache[1] is self.device:
+                return cache[2].clone()
+            template = torch.zeros(self._sshape, dtype=self.dtype, device=self.device)
+            self._zcache = (self.dtype, self.device, template)
+            return template.clone()
         return torch.zeros(batch_shape(shape) + self._sshape, dtype=self.dtype, device=self.device)
 
     def zeros(self, shape: Sequence[int] | None = None) -> torch.Tensor:

@@ -6,7 +6,7 @@ A Composite's ``shape`` is the batch shape shared by its entries: every entry's 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import torch
@@ -38,6 +38,7 @@ class Composite(CompositeDataOps, CompositeShapeOps, TensorSpec):
         device: the device of all entries (default ``None``: entries keep their own).
         data_cls: accepted for TorchRL compatibility (the class ``rand``/``zero`` would build).
         step_mdp_static: accepted for TorchRL compatibility.
+        names: optional names of the batch dims (stored, for TorchRL compatibility).
         **kwargs: more ``key=spec`` entries.
 
     >>> from torchenv.specs import Bounded, Unbounded
@@ -61,6 +62,7 @@ class Composite(CompositeDataOps, CompositeShapeOps, TensorSpec):
         data_cls: type | None = None,
         step_mdp_static: bool = False,
         batch_size: ShapeLike = None,
+        names: Sequence[str] | None = None,
         **kwargs: Any,
     ) -> None:
         if batch_size is not None:
@@ -73,6 +75,7 @@ class Composite(CompositeDataOps, CompositeShapeOps, TensorSpec):
         self._locked = False
         self.data_cls = data_cls
         self.step_mdp_static = step_mdp_static
+        self.names = list(names) if names is not None else None
         if len(args) > 1:
             raise TypeError(
                 f"Composite takes at most one mapping of specs, got {len(args)} positional arguments."

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import torch
-from tensordict import TensorDict, TensorDictBase
+from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
 
 from torchenv.specs._errors import SpecKeyError, SpecValueError
 from torchenv.specs._utils import batch_shape
@@ -50,6 +50,9 @@ class CompositeDataOps:
             return False
         if type(val) is TensorDict:  # fast path: read the TensorDict's own storage
             get = val._tensordict.get
+        elif isinstance(val, LazyStackedTensorDict) and val.stack_dim < val.batch_dims - self._ndim:
+            # stacked along an extra leading dim (e.g. a rollout of dynamic shapes): check each part
+            return all(self.is_in(td) for td in val.tensordicts)
         else:
 
             def get(key: str) -> Any:

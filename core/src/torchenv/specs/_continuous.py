@@ -267,7 +267,11 @@ class Bounded(TensorSpec):
 
     def _check_cache(self) -> None:
         space = self._space
-        if space.low is not self._c_low or space.high is not self._c_high:
+        if (
+            space.low is not self._c_low
+            or space.high is not self._c_high
+            or space.low.dtype != self.dtype
+        ):
             self._refresh()
 
     def _refresh(self) -> None:

@@ -258,6 +258,8 @@ class OneHot(TensorSpec):
 
     def rand(self, shape: Sequence[int] | None = None) -> torch.Tensor:
         full = batch_shape(shape) + self._sshape
+        if self._eye.dtype != self.dtype or self._eye.device != self.device:
+            self._refresh()  # dtype/device were assigned directly
         if self.mask is not None:
             idx = _sample_mask(self.mask, full[:-1])
         elif len(full) == 1:

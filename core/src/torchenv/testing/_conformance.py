@@ -97,6 +97,12 @@ class EnvConformanceTests:
             return env.reset()
         return env.reset(TensorDict(batch_size=batch, device=env.device))
 
+    def _rollout(self, env: EnvBase, steps: int, **kwargs: Any) -> TensorDictBase:
+        """``env.rollout`` without early stop; lazily stacked if the env has dynamic specs."""
+        if getattr(env, "_has_dynamic_specs", False):
+            kwargs.setdefault("return_contiguous", False)
+        return env.rollout(steps, break_when_any_done=False, **kwargs)
+
     def _skip(self, reason: str) -> None:
         import pytest
 
@@ -192,7 +198,7 @@ class EnvConformanceTests:
                 if batch != env.batch_size:
                     kwargs["tensordict"] = self._reset(env, batch)
                 with self._global_seed(self.seed):
-                    data = env.rollout(steps, break_when_any_done=False, **kwargs)
+                    data = self._rollout(env, steps, **kwargs)
                 expected = torch.Size([*batch, steps])
                 assert data.batch_size == expected, (
                     f"rollout({steps}): batch size {tuple(data.batch_size)}, expected {tuple(expected)}"
@@ -213,18 +219,22 @@ class EnvConformanceTests:
                 self._skip("no root 'done' key: which steps follow a reset is ambiguous")
             env.set_seed(self.seed)
             with self._global_seed(self.seed):
-                data = env.rollout(self.rollout_steps, break_when_any_done=False)
-            ndim = data.ndim
-            done = _time_slice(data.get(("next", "done")), ndim, slice(None, -1))
-            follows = ~done.reshape(*done.shape[:ndim], -1).any(-1)
-            for key in env.observation_keys:
-                now = _time_slice(data.get(key), ndim, slice(1, None))
-                before = _time_slice(data.get(_next(key)), ndim, slice(None, -1))
-                _assert_equal(
-                    now[follows],
-                    before[follows],
-                    f"rollout: {key!r} at t+1 vs ('next', {key!r}) at t",
-                )
+                data = self._rollout(env, self.rollout_steps)
+            steps = data.unbind(data.ndim - 1)
+            for t in range(len(steps) - 1):
+                done = steps[t].get(("next", "done"))
+                follows = ~done.reshape(*steps[t].batch_size, -1).any(-1)
+                if follows.ndim == 0 and not follows:
+                    continue  # reset between t and t + 1
+                for key in env.observation_keys:
+                    now, before = steps[t + 1].get(key), steps[t].get(_next(key))
+                    if follows.ndim:
+                        now, before = now[follows], before[follows]
+                    _assert_equal(
+                        now,
+                        before,
+                        f"rollout: {key!r} at step {t + 1} vs ('next', {key!r}) at step {t}",
+                    )
 
     def test_seeding_is_reproducible(self) -> None:
         """Two envs seeded alike (with the same random actions) give the same rollout."""
@@ -235,7 +245,7 @@ class EnvConformanceTests:
             with self._env() as env:
                 env.set_seed(self.seed)
                 with self._global_seed(self.seed):
-                    rollouts.append(env.rollout(self.rollout_steps, break_when_any_done=False))
+                    rollouts.append(self._rollout(env, self.rollout_steps))
         _assert_td_equal(rollouts[0], rollouts[1], "two rollouts with the same seed")
 
     def test_different_seeds_differ(self) -> None:
@@ -247,7 +257,7 @@ class EnvConformanceTests:
             with self._env() as env:
                 env.set_seed(seed)
                 with self._global_seed(self.seed):
-                    rollouts.append(env.rollout(self.rollout_steps, break_when_any_done=False))
+                    rollouts.append(self._rollout(env, self.rollout_steps))
         try:
             _assert_td_equal(rollouts[0], rollouts[1], "")
         except AssertionError:
@@ -329,7 +339,7 @@ class EnvConformanceTests:
             if not groups:
                 self._skip(f"no done key with a terminated/truncated sibling in {env.done_keys}")
             with self._global_seed(self.seed):
-                data = env.rollout(max(self.rollout_steps, 32), break_when_any_done=False)
+                data = self._rollout(env, max(self.rollout_steps, 32))
             for where, td in (("reset/rollout input", data), ("rollout 'next'", data.get("next"))):
                 for done, parts in groups:
                     expected = td.get(parts[0])
@@ -419,26 +429,22 @@ def _assert_in_spec(
     for key in spec.keys(True, True):
         leaf = spec[key]
         assert key in keys, f"{where}: missing {key!r} (expected by its {type(leaf).__name__} spec)"
+        if -1 in leaf.shape:
+            _assert_dynamic_leaf(leaf, td, key, where)
+            continue
         value = td.get(key)
         if not isinstance(value, torch.Tensor):
             continue
         shape = torch.Size([*extra, *leaf.shape])
-        dynamic = -1 in shape
         if extra:
             # bring the extra dims first, so that the value lines up with leaf.expand(*extra, ...)
             n, k = len(spec_batch), len(extra)
             order = [*range(n, n + k), *range(n), *range(n + k, value.ndim)]
             value = value.permute(order) if value.ndim >= n + k else value
-            if not dynamic:
-                leaf = leaf.expand(shape)
+            leaf = leaf.expand(shape)
         assert value.dtype == leaf.dtype, (
             f"{where}: {key!r} has dtype {value.dtype}, the spec says {leaf.dtype}"
         )
-        if dynamic:
-            assert value.ndim == len(shape), (
-                f"{where}: {key!r} has shape {tuple(value.shape)}, the spec says {tuple(shape)}"
-            )
-            continue
         assert value.shape == shape, (
             f"{where}: {key!r} has shape {tuple(value.shape)}, the spec says {tuple(shape)}"
         )
@@ -447,6 +453,30 @@ def _assert_in_spec(
                 f"{where}: {key!r} holds values outside its {type(leaf).__name__} spec"
                 f" (shape {tuple(value.shape)}, dtype {value.dtype})"
             )
+
+
+def _assert_dynamic_leaf(leaf: Any, td: TensorDictBase, key: NestedKey, where: str) -> None:
+    """Checks a leaf with ``-1`` dims: dtype, and the trailing dims that are not ``-1``."""
+    for value in _values(td, key):
+        if not isinstance(value, torch.Tensor):
+            continue
+        assert value.dtype == leaf.dtype, (
+            f"{where}: {key!r} has dtype {value.dtype}, the spec says {leaf.dtype}"
+        )
+        tail = value.shape[value.ndim - len(leaf.shape) :] if value.ndim >= len(leaf.shape) else ()
+        assert len(tail) == len(leaf.shape) and all(
+            want in (-1, got) for want, got in zip(leaf.shape, tail)
+        ), f"{where}: {key!r} has shape {tuple(value.shape)}, the spec says {tuple(leaf.shape)}"
+
+
+def _values(td: TensorDictBase, key: NestedKey) -> list[Any]:
+    """``[td.get(key)]``, or the values of its slices along the last dim if they cannot stack."""
+    try:
+        return [td.get(key)]
+    except RuntimeError:
+        if td.ndim == 0:
+            raise
+        return [value for sub in td.unbind(td.ndim - 1) for value in _values(sub, key)]
 
 
 def _assert_equal(actual: Any, expected: Any, what: str) -> None:
@@ -462,7 +492,10 @@ def _assert_td_equal(a: TensorDictBase, b: TensorDictBase, what: str) -> None:
     assert keys_a == keys_b, f"{what}: different keys: {sorted(map(str, keys_a ^ keys_b))}"
     assert a.batch_size == b.batch_size, f"{what}: batch sizes {a.batch_size} vs {b.batch_size}"
     for key in sorted(keys_a, key=str):
-        _assert_equal(a.get(key), b.get(key), f"{what}: {key!r}")
+        values_a, values_b = _values(a, key), _values(b, key)
+        assert len(values_a) == len(values_b), f"{what}: {key!r} stacks differently"
+        for value_a, value_b in zip(values_a, values_b):
+            _assert_equal(value_a, value_b, f"{what}: {key!r}")
 
 
 def _done_groups(done_keys: Sequence[NestedKey]) -> list[tuple[NestedKey, list[NestedKey]]]:
@@ -482,11 +515,6 @@ def _done_groups(done_keys: Sequence[NestedKey]) -> list[tuple[NestedKey, list[N
 
 def _unwrap(key: tuple[str, ...]) -> NestedKey:
     return key[0] if len(key) == 1 else key
-
-
-def _time_slice(value: torch.Tensor, ndim: int, index: slice) -> torch.Tensor:
-    """Slices the time dim (the last of ``ndim`` batch dims) of ``value``."""
-    return value[(slice(None),) * (ndim - 1) + (index,)]
 
 
 def _next(key: NestedKey) -> tuple[str, ...]:

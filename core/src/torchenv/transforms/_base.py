@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 from tensordict import TensorDictBase, unravel_key
+from tensordict.nn import dispatch
 from tensordict.utils import NestedKey
 from torch import nn
 
@@ -209,11 +210,13 @@ class Transform(nn.Module):
                 raise _missing_key_error(self, out_key, tensordict)
         return tensordict
 
+    @dispatch(source="in_keys", dest="out_keys")
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         """Applies the transform to a TensorDict outside of an env (e.g. in a replay buffer).
 
         Calls :meth:`_apply_transform` on every present ``in_key``; neither :meth:`_step` nor
-        :meth:`_call` is called.
+        :meth:`_call` is called. Tensors can also be passed by key name:
+        ``transform(observation=x)`` returns the transformed tensor(s).
         """
         for in_key, out_key in self._key_pairs:
             value = tensordict.get(in_key, None)
@@ -223,8 +226,12 @@ class Transform(nn.Module):
                 raise _missing_key_error(self, in_key, tensordict)
         return tensordict
 
+    @dispatch(source="out_keys_inv", dest="in_keys_inv")
     def inv(self, tensordict: TensorDictBase) -> TensorDictBase:
-        """Applies the inverse transform to a shallow copy of ``tensordict``."""
+        """Applies the inverse transform to a shallow copy of ``tensordict``.
+
+        Tensors can also be passed by key name: ``transform.inv(action=a)``.
+        """
         return self._inv_call(tensordict.copy())
 
     def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -292,6 +293,12 @@ class Compose(Transform):
         for t in self.transforms:
             t.set_missing_tolerance(mode)
         super().set_missing_tolerance(mode)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        super().__setstate__(state)
+        self.__dict__["_seq"] = self.__dict__["_inv_seq"] = None
+        for t in self.transforms:
+            t.__dict__["_container"] = weakref.ref(self)
 
     def clone(self) -> Compose:
         """A parentless ``Compose`` of clones of the transforms (buffers are shared)."""

@@ -151,6 +151,7 @@ class CatFrames(_FrameBuffer):
         # fast path: one cat per key; the result is both the output and the new buffer content
         buffers = self._buffers
         dim = self.dim
+        seen = self.__dict__.setdefault("_data_shapes", {})
         for in_key, out_key in self._key_pairs:
             data = next_tensordict.get(in_key, None)
             if data is None:
@@ -159,15 +160,13 @@ class CatFrames(_FrameBuffer):
                 raise KeyError(f"CatFrames: entry {in_key!r} not found")
             name = self._buffers_by_key[in_key]
             buffer = buffers[name]
-            if (
-                buffer is None
-                or buffer.shape != self._buffer_shape(data)
-                or buffer.dtype != data.dtype
-            ):
-                buffer, _ = self._buffer(in_key, data)
-                self._fill(buffer, data, None)
-                next_tensordict.set(out_key, buffer.clone())
-                continue
+            if buffer is None or data.shape != seen.get(in_key) or buffer.dtype != data.dtype:
+                buffer, fresh = self._buffer(in_key, data)
+                seen[in_key] = data.shape
+                if fresh:
+                    self._fill(buffer, data, None)
+                    next_tensordict.set(out_key, buffer.clone())
+                    continue
             d = data.shape[dim]
             out = torch.cat((buffer.narrow(dim, d, buffer.shape[dim] - d), data), dim)
             buffer.copy_(out)

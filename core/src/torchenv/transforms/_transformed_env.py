@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from collections import OrderedDict
 from typing import Any
 
@@ -40,7 +41,9 @@ class TransformedEnv(EnvBase):
     computed once and cached (until the chain changes, or always with ``cache_specs=False``).
     ``step`` applies the inverse transforms outermost first to the input, steps the base env,
     then applies the transforms innermost first to the output. Attributes that the
-    transformed env does not have are read from ``base_env``.
+    transformed env does not have are read from ``base_env``. A base env created with
+    ``auto_reset=True`` keeps resetting itself: the next reset hands the first observations of
+    its new episode to the transforms' ``_reset`` instead of calling the base env's ``_reset``.
 
     Args:
         base_env: the env to transform.
@@ -320,18 +323,18 @@ class TransformedEnv(EnvBase):
             return getattr(base, name)
 
     # ------------------------------------------------------------------ steps
-    def _hot_path(self) -> tuple[bool, Any, Any, Compose]:
+    def _hot_path(self) -> tuple[bool, Any, Any, Compose, bool]:
         hot = self.__dict__["_hot"]
         if hot is None:
             base = self._modules["base_env"]
             transform = self._modules["_transform"]
-            hot = (transform._has_inverse, base, base._plan, transform)
+            hot = (transform._has_inverse, base, base._plan, transform, base.auto_reset)
             if self.__dict__["_is_spec_locked"] and base.spec_locked:
                 self.__dict__["_hot"] = hot
         return hot
 
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
-        has_inverse, base, base_plan, transform = self._hot_path()
+        has_inverse, base, base_plan, transform, auto_reset = self._hot_path()
         if has_inverse:
             tensordict_in = transform._inv_call(tensordict.copy())
         else:
@@ -341,7 +344,23 @@ class TransformedEnv(EnvBase):
             return self._partial_base_step(tensordict_in, partial)
         next_tensordict = base._step(tensordict_in)
         base_plan.complete_output(base, next_tensordict, step=True)
+        if auto_reset:
+            self._save_base_auto_reset(next_tensordict)
         return transform._step(tensordict_in, next_tensordict)
+
+    def _save_base_auto_reset(self, next_tensordict: TensorDictBase) -> None:
+        """The base env resets itself: keep the first observations of its next episode.
+
+        They replace the base env's ``_reset`` at the next (partial) reset, so that the
+        transforms' ``_reset`` still runs on them.
+        """
+        from torchenv.envs._reset import save_auto_reset
+
+        base = self._modules["base_env"]
+        replace = base.__dict__.get("_auto_reset_replace", True)
+        saved = save_auto_reset(next_tensordict, base._plan, replace)
+        if saved is not None:
+            self.__dict__["_base_auto_reset_saved"] = saved
 
     def _partial_base_step(
         self, tensordict_in: TensorDictBase, partial: torch.Tensor
@@ -374,7 +393,13 @@ class TransformedEnv(EnvBase):
         transform = self.transform
         tensordict = transform._reset_env_preprocess(tensordict)
         base = self.base_env
-        tensordict_reset = base._reset(tensordict, **kwargs)
+        saved = self.__dict__.pop("_base_auto_reset_saved", None)
+        if saved is not None and tensordict is not None and any(
+            k in tensordict.keys(True) for k in base.reset_keys
+        ):
+            tensordict_reset = saved  # the base env already reset itself
+        else:
+            tensordict_reset = base._reset(tensordict, **kwargs)
         base._plan.complete_output(base, tensordict_reset, step=False)
         if tensordict is None:
             tensordict = tensordict_reset.empty()
@@ -416,6 +441,12 @@ class TransformedEnv(EnvBase):
         self.base_env.close(raise_if_closed=raise_if_closed)
         self.transform.close()
         self.is_closed = True
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        # transforms do not pickle their (weak) container: re-attach the chain to this env
+        super().__setstate__(state)
+        self.__dict__["_hot"] = None
+        self._modules["_transform"].__dict__["_container"] = weakref.ref(self)
 
     def __repr__(self) -> str:
         env = repr(self.base_env).replace("\n", "\n    ")

@@ -176,6 +176,7 @@ class GymWrapper(EnvBase):
         self._write_action = make_writer(act_space, act_spec, batch)
         self._action_key = "action"
         self._to_device = device is not None and torch.device(device).type != "cpu"
+        self._cpu = None if device is None else torch.device("cpu")
 
     def _first_frame(self) -> np.ndarray:
         self._api.reset_env(self._env, None, None)
@@ -266,13 +267,12 @@ class GymWrapper(EnvBase):
         self._next_seed = seed
 
     def _make_td(self, out: dict) -> TensorDictBase:
+        """The output TensorDict, built without validation (the converters made it right)."""
+        if self._to_device:  # arrays come from the simulator on the cpu
+            return TensorDict(out, batch_size=self._bs).to(self.device, non_blocking=True)
         if self._flat_obs:
-            td = TensorDict._new_unsafe(out, batch_size=self._bs)
-        else:
-            td = TensorDict(out, batch_size=self._bs)
-        if self._to_device:
-            td = td.to(self.device, non_blocking=True)
-        return td
+            return TensorDict._new_unsafe(out, batch_size=self._bs, device=self._cpu)
+        return TensorDict(out, batch_size=self._bs, device=self._cpu)
 
     def _reset(self, tensordict: TensorDictBase | None = None, **kwargs: Any) -> TensorDictBase:
         if self._vec is not None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from torchenv.registry._hookspecs import Backend, hookimpl
+from torchenv.registry import Backend, hookimpl
 
 _DIST = "torchenv-gym"
 _LIBRARIES = ("gymnasium", "gym")

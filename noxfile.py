@@ -28,7 +28,10 @@ DOCTEST_FILES = [
     "core/src/torchenv/registry/__init__.py",
     "core/src/torchenv/registry/_make.py",
     "core/src/torchenv/registry/_errors.py",
+    "core/src/torchenv/registry/_info.py",
     "core/src/torchenv/cli/__init__.py",
+    "core/src/torchenv/cli/_main.py",
+    "core/src/torchenv/cli/_commands.py",
     "core/src/torchenv/cli/_format.py",
 ]
 

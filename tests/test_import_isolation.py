@@ -46,3 +46,16 @@ def test_import_torchenv_is_lazy():
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=240, check=True
     )
     assert result.stdout.strip() == "['torchenv']"
+
+
+def test_cli_and_registry_modules_import_no_torch():
+    # discovery loads plugins (which may import torch); the modules themselves must not
+    code = (
+        "import sys, torchenv.cli, torchenv.registry, torchenv.versions; "
+        "torchenv.cli.build_parser(); "
+        "print(sorted(m for m in ('torch', 'tensordict', 'numpy') if m in sys.modules))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=240, check=True
+    )
+    assert result.stdout.strip() == "[]"

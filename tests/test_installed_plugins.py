@@ -6,7 +6,6 @@ import re
 from pathlib import Path
 
 import pytest
-import tomllib
 
 import torchenv
 from torchenv.registry import STATUSES, plugins

@@ -8,7 +8,7 @@ from tensordict import TensorDict
 
 from torchenv.batched import ParallelEnv, SerialEnv
 from torchenv.envs import step_mdp
-from torchenv.envs.builtin import CartPoleEnv
+from torchenv.envs.builtin import CartPoleEnv, PendulumEnv
 
 NUM_WORKERS = 3
 STEPS = 12
@@ -82,22 +82,35 @@ def test_serial_parallel_and_single_identical(noise_env_cls):
 
 
 @pytest.mark.parallel
-def test_rollout_identical_with_builtin_cartpole():
-    actions = iter(_actions(20, (2, 1), discrete=True))
+@pytest.mark.parametrize("make", [CartPoleEnv, PendulumEnv], ids=["cartpole", "pendulum"])
+def test_rollout_identical_with_builtin_envs(make):
+    discrete = make is CartPoleEnv
 
-    def policy(td):
-        return td.set("action", next(actions).squeeze(-1))
+    def make_policy():
+        actions = iter(_actions(20, (2, 1), discrete=discrete))
+
+        def policy(td):
+            action = next(actions)
+            return td.set("action", action.squeeze(-1) if discrete else action)
+
+        return policy
 
     results = []
     for cls in (SerialEnv, ParallelEnv):
-        env = cls(2, CartPoleEnv)
+        env = cls(2, make)
         env.set_seed(3)
-        results.append(env.rollout(10, policy, break_when_any_done=False))
+        results.append(env.rollout(10, make_policy(), break_when_any_done=False))
+        td = env.reset()
+        for _ in range(15):  # through step_and_maybe_reset, with resets inside the workers
+            action = torch.ones(2, dtype=torch.long) if discrete else torch.full((2, 1), 0.5)
+            data, td = env.step_and_maybe_reset(td.set("action", action))
+        results.append(data)
         env.close()
-        actions = iter(_actions(20, (2, 1), discrete=True))
-    _assert_same(results[0], results[1])
+    _assert_same(results[0], results[2])  # rollouts: serial == parallel
+    _assert_same(results[1], results[3])  # step_and_maybe_reset loops: serial == parallel
     assert results[0].batch_size == torch.Size([2, 10])
-    assert not torch.equal(results[0][0]["observation"], results[0][1]["observation"])
+    obs_key = "observation" if discrete else "th"
+    assert not torch.equal(results[0][0][obs_key], results[0][1][obs_key])  # distinct seeds
 
 
 @pytest.mark.parallel

@@ -207,3 +207,18 @@ def test_to_device_keeps_sub_envs_and_casts(batched_cls, noise_env_cls):
     td = env.reset()
     assert td.device == torch.device("cpu")
     env.close()
+
+
+def test_state_dict_per_worker(batched_cls, noise_env_cls):
+    env = batched_cls(2, noise_env_cls)
+    env.bump(1.0)
+    sd = env.state_dict()
+    assert set(sd) == {"worker0", "worker1"}
+    assert float(sd["worker0"]["stat"]) == 1.0
+    env.load_state_dict(
+        {"worker0": {"stat": torch.tensor([5.0])}, "worker1": {"stat": torch.zeros(1)}}
+    )
+    assert [float(s) for s in env.stat] == [5.0, 0.0]
+    env.load_state_dict({"stat": torch.tensor([2.0])})
+    assert [float(s) for s in env.stat] == [2.0, 2.0]
+    env.close()

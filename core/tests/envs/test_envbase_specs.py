@@ -260,3 +260,22 @@ def test_specs_container_and_fake_tensordict_structure():
         ("next", "done"),
         ("next", "terminated"),
     }
+
+
+def test_unbatched_views_and_setters():
+    env = CounterEnv(batch_size=(2, 3))
+    assert env.action_spec_unbatched.shape == torch.Size([1])
+    assert env.single_action_spec.shape == torch.Size([1])
+    assert env.full_observation_spec_unbatched["observation"].shape == torch.Size([1])
+    env.action_spec_unbatched = Bounded(-2.0, 2.0, shape=(4,))
+    assert env.action_spec.shape == torch.Size([2, 3, 4])
+    env.full_observation_spec_unbatched = Composite(obs=Unbounded((5,)))
+    assert env.full_observation_spec["obs"].shape == torch.Size([2, 3, 5])
+
+
+def test_device_is_applied_to_specs():
+    env = CounterEnv(device="cpu")
+    assert env.device == torch.device("cpu")
+    assert env.full_observation_spec["observation"].device == torch.device("cpu")
+    assert env.to("cpu") is env
+    assert env.input_spec.device == torch.device("cpu")

@@ -319,3 +319,28 @@ def test_batch_locked_flag_can_be_set_on_the_instance():
     assert not env.batch_locked
     env._batch_locked = True  # TorchRL-style attribute
     assert env.batch_locked
+
+
+def test_rand_action_nested_creates_agent_level_with_its_batch_dims():
+    env = MarlEnv(batch_size=(3,), n_agents=2)
+    td = env.rand_action(TensorDict(batch_size=[3]))
+    assert td["agents"].batch_size == torch.Size([3, 2])
+    assert td["agents", "action"].shape == torch.Size([3, 2, 2])
+
+
+def test_step_output_without_batch_size_adopts_the_input_batch():
+    env = CounterEnv(batch_size=(2,))
+    original = env._step
+    env._step = lambda td: original(td).clone().apply(lambda x: x, batch_size=[])
+    td = env.rand_step(env.reset())
+    assert td["next"].batch_size == torch.Size([2])
+
+
+def test_run_type_checks_checks_observations():
+    from torchenv.specs import Bounded, Composite
+
+    env = CounterEnv(run_type_checks=True, max_count=100)
+    env.observation_spec = Composite(observation=Bounded(0.0, 1.5, shape=(1,)))
+    td = env.rand_step(env.reset())  # observation 1.0: fine
+    with pytest.raises(ValueError, match="observation 'observation' does not match"):
+        env.rand_step(env._step_mdp(td))  # observation 2.0

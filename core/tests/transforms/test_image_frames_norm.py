@@ -48,7 +48,7 @@ def test_to_tensor_image(image_env):
     [
         (Resize(4, 5), (3, 4, 5)),
         (CenterCrop(4), (3, 4, 4)),
-        (Crop(3, 2, top=1, left=2), (3, 2, 3)),
+        (Crop(3, 2, top=1, left=2), (3, 3, 2)),
         (GrayScale(), (1, 6, 7)),
         (FlattenObservation(-3, -1), (3 * 6 * 7,)),
         (PermuteTransform((-2, -1, -3), in_keys=["pixels"]), (6, 7, 3)),
@@ -66,7 +66,9 @@ def test_image_transforms_standalone_values():
     img = torch.arange(3 * 4 * 4, dtype=torch.float32).reshape(3, 4, 4)
     td = lambda: TensorDict(pixels=img.clone())  # noqa: E731
     assert torch.equal(CenterCrop(2)(td())["pixels"], img[:, 1:3, 1:3])
-    assert torch.equal(Crop(2, 1, top=3, left=0)(td())["pixels"], img[:, 3:4, 0:2])
+    # TorchRL's convention: w sizes the rows, h the columns
+    assert torch.equal(Crop(2, 1, top=2, left=1)(td())["pixels"], img[:, 2:4, 1:2])
+    assert torch.equal(CenterCrop(2, 4)(td())["pixels"], img[:, 1:3, :])
     gray = GrayScale()(td())["pixels"]
     assert torch.allclose(gray[0], 0.2989 * img[0] + 0.587 * img[1] + 0.114 * img[2])
     small = Resize(2, 2, interpolation="nearest")(td())["pixels"]

@@ -228,3 +228,15 @@ def test_batch_size_transform():
     assert env.rollout(2).shape == torch.Size([6, 2])
     with pytest.raises(ValueError, match="exactly one"):
         BatchSizeTransform()
+
+
+def test_multi_action_stacks_observations():
+    env = TransformedEnv(
+        CountingEnv(obs_dim=1), MultiAction(num_actions=3, stack_observations=True)
+    )
+    check_env_specs(env)
+    td = env.reset()
+    assert td["stacked", "observation"].squeeze(-1).tolist() == [0.0, 0.0, 0.0]
+    td["action"] = torch.zeros(3, 1, dtype=torch.float64)
+    out = env.step(td)
+    assert out["next", "stacked", "observation"].squeeze(-1).tolist() == [1.0, 2.0, 3.0]

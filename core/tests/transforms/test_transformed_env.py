@@ -423,6 +423,7 @@ def test_pickle_and_deepcopy_keep_the_chain():
     import pickle
 
     env, _ = _three(CartPoleEnv(seed=0))
+    env.rollout(3)  # fills the hot-path caches
     for other in (pickle.loads(pickle.dumps(env)), copy.deepcopy(env)):
         assert other.transform[0].container is other
         assert [type(t) for t in other.transform[-1].parent.transform] == [

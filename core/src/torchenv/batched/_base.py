@@ -104,8 +104,6 @@ class BatchedEnvBase(EnvBase):
             sent as TensorDicts and outputs are lazily stacked).
     """
 
-    _parallel: bool = False
-
     def __init__(
         self,
         num_workers: int,
@@ -330,6 +328,25 @@ class BatchedEnvBase(EnvBase):
         if any(isinstance(v, W.CallableMarker) for v in values):
             return _Dispatcher(self, name)
         return values
+
+    # ------------------------------------------------------------------ state
+    def state_dict(self, *args: Any, **kwargs: Any) -> dict:
+        """``{"worker0": state_dict_0, ...}``: the sub-environments' state dicts."""
+        self._ensure_started()
+        n = self.num_workers
+        sds = self._dispatch(W.OP_CALL, range(n), [("state_dict", (), {})] * n, reply=True)
+        return {f"worker{i}": sd for i, sd in enumerate(sds)}
+
+    def load_state_dict(self, state_dict: dict, **kwargs: Any) -> None:
+        """Load per-worker state dicts (``{"worker0": ...}``), or one state dict for all."""
+        self._ensure_started()
+        n = self.num_workers
+        if "worker0" in state_dict:
+            per_worker = [state_dict[f"worker{i}"] for i in range(n)]
+        else:
+            per_worker = [state_dict] * n
+        args = [("load_state_dict", (sd,), kwargs) for sd in per_worker]
+        self._dispatch(W.OP_CALL, range(n), args, reply=True)
 
     # ------------------------------------------------------------------ seeding
     def set_seed(self, seed: int | None = None, static_seed: bool = False) -> int | None:

@@ -43,14 +43,11 @@ class ParallelEnv(BatchedEnvBase, metaclass=_ParallelMeta):
     Examples:
         >>> from torchenv.envs import PendulumEnv
         >>> env = ParallelEnv(2, PendulumEnv)
-        >>> env.set_seed(0)  # doctest: +ELLIPSIS
-        ...
+        >>> next_seed = env.set_seed(0)
         >>> env.rollout(3).batch_size
         torch.Size([2, 3])
         >>> env.close()
     """
-
-    _parallel = True
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -22,8 +22,7 @@ class SerialEnv(BatchedEnvBase):
     Examples:
         >>> from torchenv.envs import PendulumEnv
         >>> env = SerialEnv(2, PendulumEnv)
-        >>> env.set_seed(0)  # doctest: +ELLIPSIS
-        ...
+        >>> next_seed = env.set_seed(0)
         >>> env.rollout(3).batch_size
         torch.Size([2, 3])
         >>> env.close()

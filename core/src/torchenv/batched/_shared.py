@@ -213,6 +213,13 @@ class BufferGroup:
         self.writers = [[(getter(k), v) for k, v in row] for row in self.rows]
         self._dense_writers = [(getter(k), b) for k, b in self.blocks]
 
+    def __getstate__(self) -> dict:
+        # the views and getters are rebuilt by ``bind`` in the worker; never pickle them
+        state = self.__dict__.copy()
+        for name in ("blocks", "rows", "writers", "_dense_writers"):
+            state[name] = []
+        return state
+
     def unbind(self) -> None:
         """Drop the views (so the memory they point at can be freed)."""
         self.blocks = []

@@ -51,8 +51,6 @@ OP_CLOSE = 7
 OP_STEP_NO_BUFFERS = 8
 OP_RESET_NO_BUFFERS = 9
 OP_SMR_NO_BUFFERS = 10
-OP_STATE_DICT = 11
-OP_LOAD_STATE_DICT = 12
 
 # status (control block slot ``2 * index + 1``)
 STATUS_OK = 0
@@ -72,8 +70,6 @@ _OP_NAMES = {
     OP_STEP_NO_BUFFERS: "step",
     OP_RESET_NO_BUFFERS: "reset",
     OP_SMR_NO_BUFFERS: "step_and_maybe_reset",
-    OP_STATE_DICT: "state_dict",
-    OP_LOAD_STATE_DICT: "load_state_dict",
 }
 
 
@@ -340,11 +336,6 @@ def worker_main(
                 if result is runner.env:
                     result = None  # never ship the env itself through the pipe
                 send(("ok", result))
-            elif op == OP_STATE_DICT:
-                send(("ok", runner.env.state_dict()))
-            elif op == OP_LOAD_STATE_DICT:
-                runner.env.load_state_dict(recv())
-                send(("ok", None))
             else:
                 raise RuntimeError(f"unknown opcode {op}")
             ctl[status_slot] = status

@@ -352,9 +352,20 @@ class EnvBase(_EnvSpecs, torch.nn.Module, metaclass=_EnvMeta):
     def step(self, tensordict: TensorDictBase) -> TensorDictBase:
         """Runs one step with the action(s) in ``tensordict``; writes the result under ``"next"``.
 
-        A boolean ``"_step"`` entry runs a partial step (see the module docs of ``_step``).
-        Raises ``KeyError`` / ``ValueError`` / ``TypeError`` naming the action key when an
-        action is missing or has the wrong shape or dtype.
+        A boolean ``"_step"`` entry asks for a partial step: batch-unlocked and unbatched envs
+        step only the selected elements and fill the others with the previous content of the
+        input (or zeros); batched, batch-locked envs receive the mask and must honour it.
+
+        Actions are checked cheaply (presence, shape, dtype; the full range only with
+        ``run_type_checks``): ``KeyError``, ``ValueError`` or ``TypeError`` name the key, the
+        expected spec and what came.
+
+        Examples:
+            >>> from torchenv.envs import PendulumEnv
+            >>> env = PendulumEnv()
+            >>> td = env.step(env.rand_action(env.reset()))
+            >>> td["next", "reward"].shape, td["next", "done"].shape
+            (torch.Size([1]), torch.Size([1]))
         """
         plan = self.__dict__["_cache"].get("plan") or self._plan
         if (plan.batch_locked or plan.nb) and tensordict.batch_size != plan.batch_size:
@@ -369,16 +380,22 @@ class EnvBase(_EnvSpecs, torch.nn.Module, metaclass=_EnvMeta):
 
     def _full_step(self, tensordict: TensorDictBase, plan: _StepPlan) -> TensorDictBase:
         d = self.__dict__
-        plan.check_actions(self, tensordict, d["_run_type_checks"])
+        type_checks = d["_run_type_checks"]
+        if type_checks or not plan.actions_ok(tensordict):
+            plan.check_actions(self, tensordict, type_checks)
         next_td = self._step(tensordict)
-        if not isinstance(next_td, TensorDictBase):
+        if type(next_td) is not TensorDict and not isinstance(next_td, TensorDictBase):
             raise TypeError(
                 f"{type(self).__name__}._step returned {type(next_td).__name__}; "
                 "a TensorDict was expected."
             )
         if next_td is tensordict:
             raise RuntimeError(f"{type(self).__name__}._step must return a new tensordict.")
-        plan.complete_output(self, next_td, step=True)
+        if next_td.batch_size != tensordict.batch_size and not next_td.batch_dims:
+            # a _step that built its output without a batch size: adopt the input's
+            next_td.batch_size = tensordict.batch_size
+        if not plan.outputs_ok(next_td):
+            plan.complete_output(self, next_td, step=True)
         if d["_run_type_checks"]:
             self._check_observations(next_td)
         if d["_auto_reset"]:
@@ -435,7 +452,13 @@ class EnvBase(_EnvSpecs, torch.nn.Module, metaclass=_EnvMeta):
         if device is not None and tensordict.device != device:
             tensordict = tensordict.to(device)
         tensordict = self.step(tensordict)
-        tensordict_ = self._step_mdp(tensordict)
+        cache = self.__dict__["_cache"]
+        tensordict_ = (cache.get("step_mdp") or self._step_mdp)(tensordict)
+        if (cache.get("plan") or self._plan).simple_done and type(tensordict_) is TensorDict:
+            # fast exit when nothing is done (the common case)
+            done = tensordict_._tensordict.get("done")
+            if done is not None and not (done.item() if done.numel() == 1 else done.any()):
+                return tensordict, tensordict_
         return tensordict, self.maybe_reset(tensordict_)
 
     # ------------------------------------------------------------------ random actions, seeds
@@ -446,12 +469,12 @@ class EnvBase(_EnvSpecs, torch.nn.Module, metaclass=_EnvMeta):
             shape = tensordict.batch_size
         if tensordict is None:
             return self.full_action_spec.rand(shape)
-        for leaf in self._plan.actions:
-            value = leaf.spec.rand(shape)
-            if leaf.is_str:
-                tensordict._set_str(leaf.key, value, validated=False, inplace=False)
-            else:
-                tensordict.set(leaf.key, value)
+        actions = self._plan.actions
+        if not all(leaf.is_str for leaf in actions):
+            # nested keys: the Composite builds the sub-tensordicts with their own batch dims
+            return tensordict.update(self.full_action_spec.rand(shape))
+        for leaf in actions:
+            tensordict._set_str(leaf.key, leaf.spec.rand(shape), validated=False, inplace=False)
         return tensordict
 
     def rand_step(self, tensordict: TensorDictBase | None = None) -> TensorDictBase:

@@ -164,9 +164,6 @@ class _EnvSpecs:
                 self._set_spec_part(name, part, self._check_and_wrap(value[part], part))
 
     # ------------------------------------------------------------------ full specs
-    def _full(self, parent: str, part: str) -> Composite:
-        return self.__dict__[parent][part]
-
     @property
     def full_action_spec(self) -> Composite:
         """All action leaves, as a Composite."""

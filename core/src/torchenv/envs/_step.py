@@ -78,7 +78,48 @@ class _StepPlan:
         root = self.done_groups[0] if self.done_groups else None
         # "simple" done: a single root level with done (+ terminated / truncated)
         self.simple_done = len(self.done_groups) == 1 and root.prefix == () and "done" in root.names
-        self.done_numel_one = self.simple_done and root.shapes["done"].numel() == 1
+        # Fast paths for batch-locked envs with flat (string) keys and static shapes:
+        # (key, shape, dtype) triples checked with plain dict lookups; anything unusual
+        # falls back to the general code, which also builds the error messages.
+        flat_static = all(
+            leaf.is_str and not leaf.dynamic for leaf in (*self.actions, *self.rewards)
+        )
+        self.fast_actions = None
+        self.fast_outputs = None
+        if self.batch_locked and flat_static:
+            self.fast_actions = tuple((x.key, x.shape, x.dtype) for x in self.actions)
+            if all(not g.prefix for g in self.done_groups):
+                outputs = [(x.key, x.shape) for x in self.rewards]
+                for group in self.done_groups:
+                    outputs += [(name, group.shapes[name]) for name in group.names]
+                if all(d >= 0 for _, shape in outputs for d in shape):
+                    self.fast_outputs = tuple(outputs)
+
+    def actions_ok(self, td: TensorDictBase) -> bool:
+        """Whether the actions of a plain TensorDict pass the cheap checks (fast path)."""
+        fast = self.fast_actions
+        if fast is None or type(td) is not TensorDict:
+            return False
+        source = td._tensordict
+        for key, shape, dtype in fast:
+            value = source.get(key)
+            if value is None or type(value) is not torch.Tensor:
+                return False
+            if value.shape != shape or value.dtype != dtype:
+                return False
+        return True
+
+    def outputs_ok(self, data: TensorDictBase) -> bool:
+        """Whether ``_step``'s output already has every reward / done entry at its shape."""
+        fast = self.fast_outputs
+        if fast is None or type(data) is not TensorDict:
+            return False
+        source = data._tensordict
+        for key, shape in fast:
+            value = source.get(key)
+            if value is None or value.shape != shape:
+                return False
+        return True
 
     # ------------------------------------------------------------------ leading dims
     def leading(self, td: TensorDictBase) -> torch.Size:

@@ -194,6 +194,10 @@ def step_mdp(
         excluded += _hashable_keys(done_keys)
     if exclude_action:
         excluded += _hashable_keys(action_keys)
+    if keep_other and next_tensordict is None:
+        fast = _flat_step_mdp(tensordict, excluded)
+        if fast is not None:
+            return fast
     tree = _exclusion_tree(excluded)
     next_td = tensordict.get("next")
     out: dict = {}
@@ -206,6 +210,43 @@ def step_mdp(
     if next_tensordict is not None:
         return next_tensordict.update(result)
     return result
+
+
+def _flat_step_mdp(tensordict: TensorDictBase, excluded: tuple) -> TensorDictBase | None:
+    """``step_mdp`` for plain, flat TensorDicts (no nested level); ``None`` if not applicable."""
+    if type(tensordict) is not TensorDict:
+        return None
+    source = tensordict._tensordict
+    next_td = source.get("next")
+    if type(next_td) is not TensorDict:
+        return None
+    skip = _excluded_set(excluded)
+    if skip is None:
+        return None
+    tensor = torch.Tensor
+    out = {}
+    for key, value in source.items():
+        if key == "next" or key in skip:
+            continue
+        if type(value) is not tensor:
+            return None
+        out[key] = value
+    for key, value in next_td._tensordict.items():
+        if key in skip:
+            continue
+        if type(value) is not tensor:
+            return None
+        out[key] = value
+    return TensorDict._new_unsafe(
+        out, batch_size=tensordict.batch_size, device=tensordict.device, nested=False
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def _excluded_set(excluded: tuple) -> frozenset | None:
+    if any(type(k) is not str for k in excluded):
+        return None
+    return frozenset(excluded)
 
 
 class _EnvStepMDP:

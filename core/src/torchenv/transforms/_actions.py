@@ -327,12 +327,25 @@ class MultiAction(Transform):
             for key in parent.observation_keys:
                 values = [o.get(key) for o in observations] + [next_tensordict.get(key)]
                 next_tensordict.set(
-                    (*("stacked",), *((key,) if isinstance(key, str) else key)),
+                    ("stacked", *((key,) if isinstance(key, str) else key)),
                     torch.stack(values, axis),
                 )
         return next_tensordict
 
     def _reset(self, tensordict, tensordict_reset):
+        if not self.stack_observations:
+            return tensordict_reset
+        # the first observations, repeated, so that every output holds the stacked entries
+        parent = self.parent
+        axis = tensordict_reset.batch_dims + self.dim - 1
+        n = self.num_actions or 1
+        for key in parent.observation_keys:
+            value = tensordict_reset.get(key, None)
+            if value is not None:
+                stacked = torch.stack([value] * n, axis)
+                tensordict_reset.set(
+                    ("stacked", *((key,) if isinstance(key, str) else key)), stacked
+                )
         return tensordict_reset
 
     def _stacked(self, spec: Composite) -> Composite:

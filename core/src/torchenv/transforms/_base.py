@@ -268,6 +268,12 @@ class Transform(nn.Module):
         """Whether this transform touches the input of ``step`` (lets the env skip the copy)."""
         return bool(self.in_keys_inv) or type(self)._inv_call is not Transform._inv_call
 
+    @property
+    def _is_step_noop(self) -> bool:
+        """Whether :meth:`_step` does nothing (lets :class:`Compose` leave it out of the chain)."""
+        cls = type(self)
+        return cls._step is Transform._step and cls._call is Transform._call and not self._key_pairs
+
     def init(self, tensordict: TensorDictBase) -> None:
         """Runs initialisation steps of the transform (no-op by default)."""
 

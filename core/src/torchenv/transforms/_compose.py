@@ -76,6 +76,7 @@ class Compose(Transform):
         self.transforms = nn.ModuleList([_as_transform(t) for t in transforms])
         self.__dict__["_seq"] = None
         self.__dict__["_inv_seq"] = None
+        self.__dict__["_step_fns"] = None
         for t in self.transforms:
             t.set_container(self)
 
@@ -86,6 +87,21 @@ class Compose(Transform):
         if seq is None:
             seq = self.__dict__["_seq"] = tuple(self._modules["transforms"])
         return seq
+
+    @property
+    def _step_chain(self) -> tuple[Callable, ...]:
+        """The bound ``_step`` methods (``_call`` where ``_step`` is not overridden), cached."""
+        fns = self.__dict__["_step_fns"]
+        if fns is None:
+            fns = tuple(
+                (lambda call: lambda td, next_td: call(next_td))(t._call)
+                if type(t)._step is Transform._step
+                else t._step
+                for t in self._chain
+                if not t._is_step_noop
+            )
+            self.__dict__["_step_fns"] = fns
+        return fns
 
     @property
     def _inv_chain(self) -> tuple[Transform, ...]:
@@ -285,6 +301,7 @@ class Compose(Transform):
     def empty_cache(self) -> None:
         self.__dict__["_seq"] = None
         self.__dict__["_inv_seq"] = None
+        self.__dict__["_step_fns"] = None
         for t in self.transforms:
             t.empty_cache()
         super().empty_cache()
@@ -294,9 +311,14 @@ class Compose(Transform):
             t.set_missing_tolerance(mode)
         super().set_missing_tolerance(mode)
 
+    def __getstate__(self) -> dict[str, Any]:
+        state = super().__getstate__()
+        state["_seq"] = state["_inv_seq"] = state["_step_fns"] = None  # caches (closures)
+        return state
+
     def __setstate__(self, state: dict[str, Any]) -> None:
         super().__setstate__(state)
-        self.__dict__["_seq"] = self.__dict__["_inv_seq"] = None
+        self.__dict__["_seq"] = self.__dict__["_inv_seq"] = self.__dict__["_step_fns"] = None
         for t in self.transforms:
             t.__dict__["_container"] = weakref.ref(self)
 

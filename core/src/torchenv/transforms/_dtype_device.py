@@ -132,6 +132,11 @@ class DTypeCastTransform(Transform):
         keys = self.in_keys_inv
         return keys is None or bool(keys)
 
+    @property
+    def _is_step_noop(self) -> bool:
+        keys = self.in_keys
+        return keys is not None and not keys
+
     def _apply_transform(self, obs: torch.Tensor) -> torch.Tensor:
         return obs.to(self.dtype_out)
 

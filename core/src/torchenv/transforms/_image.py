@@ -93,7 +93,7 @@ class ToTensorImage(ObservationTransform):
             raise ValueError(
                 f"ToTensorImage: expected images [..., H, W, C], got shape {tuple(obs.shape)}"
             )
-        if not self.shape_tolerant or obs.shape[-1] in (1, 3, 4):
+        if not self.shape_tolerant or obs.shape[-1] == 3:
             obs = obs.movedim(-1, -3)
         from_int = self.from_int if self.from_int is not None else not obs.is_floating_point()
         obs = obs.to(self.dtype)
@@ -115,7 +115,9 @@ class ToTensorImage(ObservationTransform):
 
 
 class Resize(_ShapeTransform):
-    """Resizes ``[..., C, H, W]`` images to ``[..., C, h, w]`` (``torch.nn.functional.interpolate``).
+    """Resizes ``[..., C, H, W]`` images to ``[..., C, w, h]`` (``torch.nn.functional.interpolate``).
+
+    As in TorchRL, ``w`` sizes the first image dim (rows) and ``h`` the second (columns).
 
     Examples:
         >>> import torch
@@ -158,13 +160,15 @@ class Resize(_ShapeTransform):
 
 
 class Crop(_ShapeTransform):
-    """Crops ``[..., H, W]`` images to ``h x w`` at ``(top, left)``.
+    """Crops ``[..., H, W]`` images at ``(top, left)`` to ``[..., w, h]``.
+
+    As in TorchRL, ``w`` sizes the first image dim (rows) and ``h`` the second (columns).
 
     Examples:
         >>> import torch
         >>> from tensordict import TensorDict
         >>> Crop(2, 3, top=1, left=1)(TensorDict(pixels=torch.rand(3, 8, 8)))["pixels"].shape
-        torch.Size([3, 3, 2])
+        torch.Size([3, 2, 3])
     """
 
     def __init__(
@@ -188,19 +192,19 @@ class Crop(_ShapeTransform):
     def _op(self, x: torch.Tensor) -> torch.Tensor:
         top, left = self._origin(x)
         H, W = x.shape[-2], x.shape[-1]
-        if top < 0 or left < 0 or top + self.h > H or left + self.w > W:
+        if top < 0 or left < 0 or top + self.w > H or left + self.h > W:
             raise ValueError(
-                f"{type(self).__name__}: a {self.h}x{self.w} crop at ({top}, {left}) does not fit "
+                f"{type(self).__name__}: a {self.w}x{self.h} crop at ({top}, {left}) does not fit "
                 f"in an image of size {H}x{W}"
             )
-        return x[..., top : top + self.h, left : left + self.w]
+        return x[..., top : top + self.w, left : left + self.h]
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(w={self.w}, h={self.h}, keys={self.in_keys})"
 
 
 class CenterCrop(Crop):
-    """Crops the center ``h x w`` of ``[..., H, W]`` images.
+    """Crops the center of ``[..., H, W]`` images to ``[..., w, h]`` (``w`` sizes the rows).
 
     Examples:
         >>> import torch
@@ -219,7 +223,7 @@ class CenterCrop(Crop):
         super().__init__(w, h, 0, 0, in_keys, out_keys)
 
     def _origin(self, x: torch.Tensor) -> tuple[int, int]:
-        return (x.shape[-2] - self.h) // 2, (x.shape[-1] - self.w) // 2
+        return (x.shape[-2] - self.w) // 2, (x.shape[-1] - self.h) // 2
 
 
 class GrayScale(ObservationTransform):

@@ -85,7 +85,7 @@ class ObservationNorm(ObservationTransform):
             self._check()
         if self.standard_normal:
             return (obs - loc) / scale
-        return obs * scale + loc
+        return torch.addcmul(loc, obs, scale)
 
     def _inv_apply_transform(self, obs: torch.Tensor) -> torch.Tensor:
         self._check()

@@ -394,8 +394,10 @@ class TransformedEnv(EnvBase):
         tensordict = transform._reset_env_preprocess(tensordict)
         base = self.base_env
         saved = self.__dict__.pop("_base_auto_reset_saved", None)
-        if saved is not None and tensordict is not None and any(
-            k in tensordict.keys(True) for k in base.reset_keys
+        if (
+            saved is not None
+            and tensordict is not None
+            and any(k in tensordict.keys(True) for k in base.reset_keys)
         ):
             tensordict_reset = saved  # the base env already reset itself
         else:

@@ -43,8 +43,12 @@ __all__ = ["VectorAdapter", "is_vector_env"]
 
 
 def is_vector_env(env: Any) -> bool:
-    """Whether ``env`` is a gym/gymnasium vector env (it has ``num_envs`` and single spaces)."""
-    return hasattr(env, "num_envs") and hasattr(env, "single_action_space")
+    """Whether ``env`` is a gym/gymnasium vector env (or a wrapper of one).
+
+    Decided from the class hierarchy: asking a single env's wrappers for ``num_envs`` warns in
+    gymnasium 0.29.
+    """
+    return any(klass.__name__ == "VectorEnv" for klass in type(env).__mro__)
 
 
 def _where(mask: np.ndarray, new: Any, old: Any) -> Any:

@@ -59,3 +59,15 @@ def test_cli_and_registry_modules_import_no_torch():
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=240, check=True
     )
     assert result.stdout.strip() == "[]"
+
+
+def test_listing_backends_imports_no_torch():
+    # `torchenv backends` must stay fast: hook modules (builtin and installed plugins) are cheap
+    code = (
+        "import sys, torchenv; infos = torchenv.backends(); "
+        "print(sorted(m for m in ('torch', 'tensordict') if m in sys.modules))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=240, check=True
+    )
+    assert result.stdout.strip() == "[]"

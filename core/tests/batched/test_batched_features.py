@@ -9,6 +9,7 @@ import torch
 from tensordict import LazyStackedTensorDict
 
 from torchenv.batched import ParallelEnv, SerialEnv
+from torchenv.envs.builtin import CartPoleEnv
 
 BOTH = [SerialEnv, pytest.param(ParallelEnv, marks=pytest.mark.parallel)]
 
@@ -221,4 +222,23 @@ def test_state_dict_per_worker(batched_cls, noise_env_cls):
     assert [float(s) for s in env.stat] == [5.0, 0.0]
     env.load_state_dict({"stat": torch.tensor([2.0])})
     assert [float(s) for s in env.stat] == [2.0, 2.0]
+    env.close()
+
+
+def test_batched_sub_envs_partial_reset(batched_cls):
+    env = batched_cls(2, CartPoleEnv, create_env_kwargs={"batch_size": [3]})
+    assert env.batch_size == torch.Size([2, 3])
+    env.set_seed(0)
+    td = env.reset()
+    for _ in range(3):
+        td = env.step(td.set("action", torch.ones(2, 3, dtype=torch.long)))["next"]
+        td = td.exclude("reward")
+    before = td["observation"].clone()
+    reset = torch.zeros(2, 3, 1, dtype=torch.bool)
+    reset[1, 2] = True
+    out = env.reset(td.set("_reset", reset))
+    changed = (out["observation"] != before).any(-1)
+    assert changed.tolist() == [[False, False, False], [False, False, True]]
+    data, td_ = env.step_and_maybe_reset(out.set("action", torch.ones(2, 3, dtype=torch.long)))
+    assert data["next", "observation"].shape == torch.Size([2, 3, 4])
     env.close()

@@ -217,3 +217,36 @@ class AutoResettingEnv(CounterEnv):
             self.count = torch.where(done, 0.0, self.count)
             out["observation"] = self.count.clone()
         return out
+
+
+class NestedStatelessEnv(EnvBase):
+    """A batch-unlocked env with two agents under "agents": next obs = obs + action."""
+
+    _batch_locked = False
+
+    def __init__(self):
+        super().__init__(batch_size=())
+        self.full_observation_spec = Composite(
+            agents=Composite(observation=Unbounded((2, 1)), shape=(2,))
+        )
+        self.full_action_spec = Composite(
+            agents=Composite(action=Bounded(0.0, 1.0, shape=(2, 1)), shape=(2,))
+        )
+        self.step_batches: list[torch.Size] = []
+
+    def _reset(self, tensordict=None, **kwargs):
+        batch = tensordict.batch_size if tensordict is not None else torch.Size(())
+        agents = TensorDict({"observation": torch.zeros(*batch, 2, 1)}, (*batch, 2))
+        done = torch.zeros(*batch, 1, dtype=torch.bool)
+        return TensorDict({"agents": agents, "done": done, "terminated": done.clone()}, batch)
+
+    def _step(self, tensordict):
+        self.step_batches.append(tensordict.batch_size)
+        batch = tensordict.batch_size
+        obs = tensordict["agents", "observation"] + tensordict["agents", "action"]
+        agents = TensorDict({"observation": obs}, (*batch, 2))
+        done = torch.zeros(*batch, 1, dtype=torch.bool)
+        return TensorDict(
+            {"agents": agents, "reward": obs.sum(-2), "done": done, "terminated": done.clone()},
+            batch,
+        )

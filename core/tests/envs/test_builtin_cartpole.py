@@ -35,7 +35,8 @@ def _gym_rollout(seed: int, actions: list[int]):
     steps = []
     for action in actions:
         obs, reward, terminated, truncated, _ = env.step(action)
-        steps.append((torch.from_numpy(obs), reward, terminated))
+        state = torch.from_numpy(env.state.copy())
+        steps.append((torch.from_numpy(obs), reward, terminated, state))
         if terminated:
             break
     return start, steps
@@ -50,8 +51,10 @@ def test_dynamics_equal_gymnasium_step_for_step(seed):
     env.reset()
     env.state = start
     td = TensorDict(batch_size=[])
-    for t, (obs, reward, terminated) in enumerate(steps):
+    for t, (obs, reward, terminated, state) in enumerate(steps):
         out = env.step(td.set("action", torch.tensor(actions[t])))["next"]
+        # bit for bit, on the float64 state too
+        assert torch.equal(env.state, state), f"step {t}: {env.state} vs {state}"
         assert torch.equal(out["observation"], obs), f"step {t}: {out['observation']} vs {obs}"
         assert out["reward"].item() == reward
         assert out["terminated"].item() == terminated
@@ -75,6 +78,7 @@ def test_batched_dynamics_equal_gymnasium():
         out = env.step(td.set("action", row.clone()))["next"]
         for i in sorted(alive):
             obs, _, terminated, _, _ = gyms[i].step(int(row[i]))
+            assert torch.equal(env.state[i], torch.from_numpy(gyms[i].state))
             assert torch.equal(out["observation"][i], torch.from_numpy(obs))
             assert out["terminated"][i].item() == terminated
             if terminated:

@@ -2,7 +2,7 @@
 
 import pytest
 import torch
-from _envs_mocks import AutoResettingEnv, CounterEnv, MarlEnv, StatelessEnv
+from _envs_mocks import AutoResettingEnv, CounterEnv, MarlEnv, NestedStatelessEnv, StatelessEnv
 from tensordict import TensorDict
 
 from torchenv.specs import Unbounded
@@ -344,3 +344,17 @@ def test_run_type_checks_checks_observations():
     td = env.rand_step(env.reset())  # observation 1.0: fine
     with pytest.raises(ValueError, match="observation 'observation' does not match"):
         env.rand_step(env._step_mdp(td))  # observation 2.0
+
+
+def test_partial_step_batch_unlocked_nested_keys_keep_agent_dims():
+    env = NestedStatelessEnv()
+    td = env.reset(TensorDict(batch_size=[3]))
+    td["agents", "observation"] = torch.arange(6.0).reshape(3, 2, 1)
+    td["agents", "action"] = torch.ones(3, 2, 1)
+    td["_step"] = torch.tensor([False, True, True])
+    env.step(td)
+    assert env.step_batches[-1] == torch.Size([2])
+    nxt = td["next"]
+    assert nxt["agents"].batch_size == torch.Size([3, 2])
+    assert nxt["agents", "observation"].flatten().tolist() == [0.0, 1.0, 3.0, 4.0, 5.0, 6.0]
+    assert nxt["reward"].flatten().tolist() == [0.0, 7.0, 11.0]

@@ -104,6 +104,8 @@ class BatchedEnvBase(EnvBase):
             sent as TensorDicts and outputs are lazily stacked).
     """
 
+    _needs_shared_buffers = False  # ParallelEnv: its buffers must be shared with the workers
+
     def __init__(
         self,
         num_workers: int,
@@ -185,6 +187,11 @@ class BatchedEnvBase(EnvBase):
                 + ("dynamic specs (a -1 dim)" if dynamic else "non-tensor entries")
                 + "; leave use_buffers unset or pass False."
             )
+        if use_buffers and self._needs_shared_buffers and not (shared_memory or memmap):
+            raise ValueError(
+                f"{type(self).__name__} moves data through shared buffers: shared_memory=False "
+                "and memmap=False cannot both be given (or pass use_buffers=False)."
+            )
         d["_use_buffers"] = bool(use_buffers)
         d["_groups"] = self._make_groups(metas) if use_buffers else None
 
@@ -197,7 +204,7 @@ class BatchedEnvBase(EnvBase):
         for i, fn in enumerate(fns):
             key = id(fn) if multi_task else 0
             if key not in cache:
-                if isinstance(fn, EnvCreator) and (not kwargs[i] or not multi_task):
+                if isinstance(fn, EnvCreator) and not kwargs[i]:
                     cache[key] = fn.meta_data
                 else:
                     env = fn(**kwargs[i])

@@ -49,14 +49,7 @@ class ParallelEnv(BatchedEnvBase, metaclass=_ParallelMeta):
         >>> env.close()
     """
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        if self._use_buffers and not (self.shared_memory or self.memmap):
-            raise ValueError(
-                "ParallelEnv moves data through shared buffers: shared_memory=False and "
-                "memmap=False cannot both be given (or pass use_buffers=False)."
-            )
-        self.__dict__["_pool"] = None
+    _needs_shared_buffers = True
 
     def _start(self) -> None:
         if self.num_threads is not None:
@@ -72,8 +65,7 @@ class ParallelEnv(BatchedEnvBase, metaclass=_ParallelMeta):
         )
 
     def _shutdown(self) -> None:
-        pool = self.__dict__.get("_pool")
-        self.__dict__["_pool"] = None
+        pool = self.__dict__.pop("_pool", None)
         if pool is not None:
             pool.close()
         for group in (self._groups or {}).values():

@@ -245,7 +245,6 @@ class WorkerPool:
         """
         if self.broken is not None:
             raise RuntimeError(f"this ParallelEnv can no longer be used: {self.broken}")
-
         ctl, gos = self.ctl, self._gos
         for i in workers:
             ctl[2 * i] = op
@@ -254,7 +253,16 @@ class WorkerPool:
             conns = self.conns
             for i, a in zip(workers, args):
                 conns[i].send(a)
-        dones = self._dones
+        try:
+            return self._collect(op, workers, reply)
+        except KeyboardInterrupt:
+            # the workers still finish the command and answer it: the next command would read
+            # those answers, so the pool cannot be trusted any more
+            self.broken = f"interrupted while waiting for the workers ({W.op_name(op)})"
+            raise
+
+    def _collect(self, op: int, workers: Sequence[int], reply: bool) -> list:
+        ctl, dones = self.ctl, self._dones
         if not reply:
             flagged, failed = [], None
             for i in workers:

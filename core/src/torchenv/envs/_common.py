@@ -428,7 +428,7 @@ class EnvBase(_EnvSpecs, torch.nn.Module, metaclass=_EnvMeta):
         batch = tensordict.batch_size
         flat = _align_mask(mask, batch, len(batch)).reshape(batch)
         sub = self._full_step(tensordict[flat], plan)
-        tensordict.set("next", _merge_sub_next(tensordict, sub.get("next"), flat))
+        tensordict.set("next", _merge_sub_next(tensordict, sub.get("next"), flat, batch))
         return tensordict
 
     def _check_observations(self, data: TensorDictBase) -> None:

@@ -7,10 +7,10 @@ path does no spec traversal: it walks short lists of ``(key, shape, dtype)`` tup
 from __future__ import annotations
 
 import torch
-from tensordict import TensorDict, TensorDictBase
+from tensordict import TensorDict, TensorDictBase, is_tensor_collection
 from tensordict.utils import NestedKey
 
-from torchenv.envs._utils import _get_nested, _prefix
+from torchenv.envs._utils import _fast_get, _get_nested, _prefix
 from torchenv.specs import Composite
 
 __all__: list[str] = []
@@ -298,26 +298,28 @@ def check_observations(env, data: TensorDictBase, plan: _StepPlan) -> None:
 
 
 # ----------------------------------------------------------------------------- partial steps
-def _previous_or_zero(prev_root: TensorDictBase, key, like: torch.Tensor, batch: torch.Size):
-    """The previous content of ``key`` in the input tensordict, or zeros, at full batch size."""
-    prev = _get_nested(prev_root, key)
-    shape = (*batch, *like.shape[1:])
-    if isinstance(prev, torch.Tensor) and prev.shape == shape:
-        return prev.clone() if prev.dtype == like.dtype else prev.to(like.dtype)
-    return torch.zeros(shape, dtype=like.dtype, device=like.device)
-
-
 def _merge_sub_next(
-    full: TensorDictBase, sub_next: TensorDictBase, mask: torch.Tensor
+    full: TensorDictBase | None, sub_next: TensorDictBase, mask: torch.Tensor, batch: torch.Size
 ) -> TensorDictBase:
-    """Builds the full-batch "next" data from the stepped sub-batch (``mask`` is flat)."""
-    batch = full.batch_size
-    out = full.empty()
-    for key in sub_next.keys(True, True):
-        value = sub_next.get(key)
+    """Builds the full-batch "next" data from the stepped sub-batch.
+
+    ``sub_next`` holds the ``mask``-selected elements (one leading dim); the other elements
+    take the previous content of ``full`` (the step input, same key) or zeros.
+    """
+    out = TensorDict(batch_size=(*batch, *sub_next.batch_size[1:]), device=sub_next.device)
+    for key, value in sub_next.items():
+        prev = _fast_get(full, key) if full is not None else None
+        if is_tensor_collection(value):
+            prev = prev if is_tensor_collection(prev) else None
+            out.set(key, _merge_sub_next(prev, value, mask, batch))
+            continue
         if not isinstance(value, torch.Tensor):
             continue
-        base = _previous_or_zero(full, key, value, batch)
+        shape = (*batch, *value.shape[1:])
+        if isinstance(prev, torch.Tensor) and prev.shape == shape:
+            base = prev.to(dtype=value.dtype, copy=True)
+        else:
+            base = torch.zeros(shape, dtype=value.dtype, device=value.device)
         base[mask] = value
         out.set(key, base)
     return out

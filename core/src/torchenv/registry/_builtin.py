@@ -1,8 +1,8 @@
 """Hook module of the ``builtin`` backend: the pure-torch envs that need no simulator.
 
-Declared by the core's own entry point (``builtin = "torchenv.envs.builtin._plugin"``).
-It uses pluggy's marker directly and imports the registry and the env classes only inside the
-hooks, so loading it stays cheap and keeps the layers' import direction.
+Declared by the core's own entry point (``builtin = "torchenv.registry._builtin"``). It lives in
+the registry layer, not in ``torchenv.envs``, so that loading it imports neither torch nor the envs
+layer: ``torchenv backends`` stays fast. The env classes are imported only inside the hooks.
 """
 
 from __future__ import annotations

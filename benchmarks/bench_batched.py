@@ -25,6 +25,8 @@ import subprocess
 import sys
 import time
 
+import torch
+
 ENV_IDS = ("CartPole-v1", "Pendulum-v1")
 
 
@@ -43,7 +45,17 @@ def _loop(step, seconds: float, warmup: int = 30) -> tuple[int, float]:
             return n, now - start
 
 
-def bench_torchenv(env_id: str, workers: int, seconds: float) -> dict:
+def _action_pool(env_id: str, workers: int, n: int = 64):
+    """``n`` random batched actions drawn once (numpy), replayed in turn by every library."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    if env_id.startswith("CartPole"):
+        return [rng.integers(0, 2, size=(workers,)) for _ in range(n)]
+    return [rng.uniform(-2, 2, size=(workers, 1)).astype(np.float32) for _ in range(n)]
+
+
+def bench_torchenv(env_id: str, workers: int, seconds: float, rand: bool) -> dict:
     from torchenv.batched import ParallelEnv
 
     try:
@@ -62,10 +74,18 @@ def bench_torchenv(env_id: str, workers: int, seconds: float) -> dict:
     env = ParallelEnv(workers, make)
     td = env.reset()
     startup = time.perf_counter() - start
-    state = {"td": td}
+    state = {"td": td, "i": 0}
+    actions = [torch.as_tensor(a) for a in _action_pool(env_id, workers)]
+    if type(env.action_spec).__name__ == "OneHot":  # GymEnv's default encoding, like TorchRL's
+        n = env.action_spec.shape[-1]
+        actions = [torch.nn.functional.one_hot(a, n).to(env.action_spec.dtype) for a in actions]
 
     def step():
-        td = env.rand_action(state["td"])
+        if rand:
+            td = env.rand_action(state["td"])
+        else:
+            state["i"] = i = (state["i"] + 1) % len(actions)
+            td = state["td"].set("action", actions[i])
         _, state["td"] = env.step_and_maybe_reset(td)
 
     n, elapsed = _loop(step, seconds)
@@ -73,7 +93,7 @@ def bench_torchenv(env_id: str, workers: int, seconds: float) -> dict:
     return {"sps": n * workers / elapsed, "startup": startup, "which": which}
 
 
-def bench_gymnasium(env_id: str, workers: int, seconds: float) -> dict:
+def bench_gymnasium(env_id: str, workers: int, seconds: float, rand: bool) -> dict:
     import gymnasium as gym
 
     start = time.perf_counter()
@@ -81,9 +101,15 @@ def bench_gymnasium(env_id: str, workers: int, seconds: float) -> dict:
     envs.reset(seed=0)
     startup = time.perf_counter() - start
     sample = envs.action_space.sample
+    actions = _action_pool(env_id, workers)
+    state = {"i": 0}
 
     def step():
-        envs.step(sample())
+        if rand:
+            envs.step(sample())
+        else:
+            state["i"] = i = (state["i"] + 1) % len(actions)
+            envs.step(actions[i])
 
     n, elapsed = _loop(step, seconds)
     envs.close()
@@ -93,7 +119,8 @@ def bench_gymnasium(env_id: str, workers: int, seconds: float) -> dict:
 _TORCHRL_SCRIPT = r"""
 import json, sys, time
 from torchrl.envs import GymEnv, ParallelEnv
-configs, seconds = json.loads(sys.argv[1]), float(sys.argv[2])
+import numpy as np, torch
+configs, seconds, rand = json.loads(sys.argv[1]), float(sys.argv[2]), sys.argv[3] == "1"
 def make(env_id):
     return GymEnv(env_id)
 if __name__ == "__main__":
@@ -104,12 +131,20 @@ if __name__ == "__main__":
         env = ParallelEnv(workers, functools.partial(make, env_id))
         td = env.reset()
         startup = time.perf_counter() - start
-        for _ in range(30):
-            td = env.rand_action(td); _, td = env.step_and_maybe_reset(td)
+        rng = np.random.default_rng(0)
+        if env_id.startswith("CartPole"):  # TorchRL's GymEnv: one-hot actions
+            actions = [torch.nn.functional.one_hot(torch.as_tensor(rng.integers(0, 2, size=(workers,))), 2) for _ in range(64)]
+        else:
+            actions = [torch.as_tensor(rng.uniform(-2, 2, size=(workers, 1)).astype(np.float32)) for _ in range(64)]
+        def step(td, i):
+            td = env.rand_action(td) if rand else td.set("action", actions[i % 64])
+            return env.step_and_maybe_reset(td)[1]
+        for i in range(30):
+            td = step(td, i)
         n, t0 = 0, time.perf_counter()
         while time.perf_counter() - t0 < seconds:
-            for _ in range(50):
-                td = env.rand_action(td); _, td = env.step_and_maybe_reset(td)
+            for i in range(50):
+                td = step(td, i)
             n += 50
         elapsed = time.perf_counter() - t0
         env.close()
@@ -118,13 +153,13 @@ if __name__ == "__main__":
 """
 
 
-def bench_torchrl(configs: list, seconds: float) -> list | None:
+def bench_torchrl(configs: list, seconds: float, rand: bool) -> list | None:
     """All TorchRL measurements in one subprocess (one interpreter start, one import)."""
     python = os.environ.get("TORCHENV_BENCH_TORCHRL_PYTHON")
     if not python or not os.path.exists(python):
         return None
     proc = subprocess.run(
-        [python, "-c", _TORCHRL_SCRIPT, json.dumps(configs), str(seconds)],
+        [python, "-c", _TORCHRL_SCRIPT, json.dumps(configs), str(seconds), str(int(rand))],
         capture_output=True,
         text=True,
         timeout=600,
@@ -140,6 +175,12 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=1.0, help="per measurement")
     parser.add_argument("--repeats", type=int, default=2, help="best of, ours and gymnasium")
     parser.add_argument("--workers", type=int, nargs="+", default=[2, 4])
+    parser.add_argument(
+        "--rand-action",
+        action="store_true",
+        help="sample actions with each library's own sampler (env.rand_action / "
+        "action_space.sample) instead of replaying the same pre-drawn actions",
+    )
     args = parser.parse_args()
     if not os.environ.get("TORCHENV_BENCH_TORCHRL_PYTHON"):
         print("TORCHENV_BENCH_TORCHRL_PYTHON is not set: skipping the TorchRL side.")
@@ -150,8 +191,8 @@ def main() -> None:
         # alternate the two libraries and keep the best run of each (the machine may be shared)
         runs = [
             (
-                bench_torchenv(env_id, workers, args.seconds),
-                bench_gymnasium(env_id, workers, args.seconds),
+                bench_torchenv(env_id, workers, args.seconds, args.rand_action),
+                bench_gymnasium(env_id, workers, args.seconds, args.rand_action),
             )
             for _ in range(args.repeats)
         ]
@@ -161,12 +202,13 @@ def main() -> None:
         gymv["startup"] = min(r[1]["startup"] for r in runs)
         rows.append([env_id, workers, ours, gymv, None])
         print(f"done: {env_id} x{workers} (ours: {ours['which']})", file=sys.stderr)
-    trl = bench_torchrl(configs, args.seconds)
+    trl = bench_torchrl(configs, args.seconds, args.rand_action)
     if trl is not None:
         for row, result in zip(rows, trl):
             row[4] = result
 
-    print(f"\nos.cpu_count()={os.cpu_count()}; steps/s = env steps per second, higher is better")
+    how = "own samplers" if args.rand_action else "the same pre-drawn actions"
+    print(f"\nos.cpu_count()={os.cpu_count()}; actions: {how}; steps/s = env steps per second")
     head = (
         f"{'env':<12} {'W':>2} | {'torchenv':>9} {'gym Async':>9} {'TorchRL':>9} | "
         f"{'x gym':>6} {'x TorchRL':>9} || startup s: {'ours':>6} {'gym':>6} {'TorchRL':>7} "

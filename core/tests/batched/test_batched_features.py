@@ -242,3 +242,12 @@ def test_batched_sub_envs_partial_reset(batched_cls):
     data, td_ = env.step_and_maybe_reset(out.set("action", torch.ones(2, 3, dtype=torch.long)))
     assert data["next", "observation"].shape == torch.Size([2, 3, 4])
     env.close()
+
+
+def test_parallel_needs_shared_buffers(noise_env_cls):
+    with pytest.raises(ValueError, match="shared_memory=False"):
+        ParallelEnv(2, noise_env_cls, shared_memory=False)
+    # serial buffers need not be shared
+    env = SerialEnv(2, noise_env_cls, shared_memory=False)
+    assert env.reset().batch_size == torch.Size([2])
+    env.close()

@@ -148,3 +148,31 @@ def test_marl_partial_reset_with_nested_done():
     assert not td["agents", "done"].any()
     assert ("agents", "_reset") not in td.keys(True)
     assert td["agents", "observation"].eq(0).all()
+
+
+def test_reset_entries_echoed_by_reset_are_removed():
+    # like the reference's AutoResettingGymEnv, whose _reset returns its input's copy
+    env = ZeroResetEnv("nested")
+    original = env._reset
+
+    def echo(td=None, **kwargs):
+        out = original(td)
+        if td is not None:
+            out.update(td.select(*env.reset_keys, strict=False))
+        return out
+
+    env._reset = echo
+    data = TensorDict({("agent0", "_reset"): [True, True], ("agent1", "_reset"): [True, True]}, [])
+    env.reset(data)
+    assert not any((k if isinstance(k, str) else k[-1]) == "_reset" for k in data.keys(True, True))
+
+
+def test_partial_reset_without_done_in_input_warns_and_keeps_done():
+    env = CounterEnv(batch_size=(2,), max_count=1)
+    env.reset()
+    env.rand_step(env.reset())  # both sub-envs are now done in the env state
+    data = TensorDict({"_reset": torch.tensor([[True], [False]])}, [2])
+    with pytest.warns(UserWarning, match=r"lacks \['done', 'terminated'\]"):
+        env.reset(data)
+    # the non-reset element keeps the env's done value instead of a zero pad
+    assert data["done"].squeeze(-1).tolist() == [False, True]

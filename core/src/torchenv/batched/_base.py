@@ -9,9 +9,12 @@ process (parallel). Both run each sub-environment through the same
 
 Meta-data (specs, batch size, device) comes from one env built in the parent and closed at
 once (one per task with a list of factories), or from :attr:`EnvCreator.meta_data` when the
-factory is an :class:`~torchenv.batched.EnvCreator`. The buffers must exist before the workers
-are forked, which asking a worker for its specs would forbid; building a CartPole or Pendulum in
-the parent costs well under a millisecond here, less than one fork.
+factory is an :class:`~torchenv.batched.EnvCreator` called without extra kwargs. Measured here:
+``GymEnv("CartPole-v1")`` takes 0.22 s to build the first time (importing gymnasium and its
+envs) and 2 ms afterwards, against ~50 ms per ``fork`` on the loaded 2-core machine. Asking the
+first worker instead would not save the import (forked workers inherit the parent's imports,
+which is what makes their start cheap), and the buffers, laid out from the specs, must exist
+before the workers are forked.
 """
 
 from __future__ import annotations

@@ -11,7 +11,12 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from tensordict.utils import NestedKey
 
-from torchenv.envs._reset import check_done_after_reset, save_auto_reset, update_during_reset
+from torchenv.envs._reset import (
+    check_done_after_reset,
+    save_auto_reset,
+    strip_reset_entries,
+    update_during_reset,
+)
 from torchenv.envs._spec_props import _EnvSpecs
 from torchenv.envs._step import _merge_sub_next, _skip_next, _StepPlan, check_observations
 from torchenv.envs._step_mdp import _EnvStepMDP
@@ -320,6 +325,7 @@ class EnvBase(_EnvSpecs, torch.nn.Module, metaclass=_EnvMeta):
             self._check_observations(out)
         check_done_after_reset(self, tensordict, out)
         if tensordict is None:
+            strip_reset_entries(out, plan.reset_keys)
             return out
         return update_during_reset(out, tensordict, plan.reset_keys)
 

@@ -45,27 +45,29 @@ def check_done_after_reset(env, tensordict: TensorDictBase | None, out: TensorDi
                         "allow_done_after_reset=True to the constructor to allow it)."
                     )
             continue
+        lacking = []
         for done_key in group:
             value = _get_nested(out, done_key)
             if value is None:
                 continue
-            if not allow and _any(value):
-                aligned = _align_mask(mask, value.shape, _node_ndim(tensordict, prefix))
-                if _any(value & aligned):
-                    raise RuntimeError(
-                        f"{type(env).__name__}: the done entry {done_key!r} is True after a "
-                        f"reset on the dims selected by {reset_key!r}; this is not allowed "
-                        "(pass allow_done_after_reset=True to the constructor to allow it)."
-                    )
+            aligned = _align_mask(mask, value.shape, _node_ndim(tensordict, prefix))
+            if not allow and _any(value) and _any(value & aligned):
+                raise RuntimeError(
+                    f"{type(env).__name__}: the done entry {done_key!r} is True after a "
+                    f"reset on the dims selected by {reset_key!r}; this is not allowed "
+                    "(pass allow_done_after_reset=True to the constructor to allow it)."
+                )
             if _get_nested(tensordict, done_key) is None:
-                aligned = _align_mask(mask, value.shape, _node_ndim(tensordict, prefix))
+                # keep the env's value where nothing is reset (rather than a zero pad)
                 if _any(value & ~aligned):
-                    warnings.warn(
-                        f"A partial {reset_key!r} was passed to reset() but the input lacks "
-                        f"{done_key!r}: the input should hold the data of what is not reset.",
-                        stacklevel=3,
-                    )
+                    lacking.append(done_key)
                 tensordict.set(done_key, value)
+        if lacking:
+            warnings.warn(
+                f"A partial {reset_key!r} was passed to reset() but the input lacks "
+                f"{lacking}: the input should hold the data of what is not reset.",
+                stacklevel=3,
+            )
 
 
 def _node_ndim(td: TensorDictBase, prefix: tuple) -> int:
@@ -79,6 +81,7 @@ def update_during_reset(
     """Writes the reset data ``out`` into ``tensordict`` following its ``"_reset"`` entries."""
     if not reset_keys:
         return tensordict.update(out)
+    strip_reset_entries(out, reset_keys)
     done: list[tuple] = []
     for reset_key in reset_keys:
         prefix = _prefix(reset_key)
@@ -107,6 +110,13 @@ def update_during_reset(
 def _drop_reset_entries(td: TensorDictBase) -> None:
     if "_reset" in td:
         td.del_("_reset")
+
+
+def strip_reset_entries(td: TensorDictBase, reset_keys: list) -> None:
+    """Removes the ``"_reset"`` entries an env may have echoed in its ``_reset`` output."""
+    for key in reset_keys:
+        if _get_nested(td, key) is not None:
+            td.del_(key)
 
 
 def _masked_merge(

@@ -299,13 +299,19 @@ def check_observations(env, data: TensorDictBase, plan: _StepPlan) -> None:
 
 # ----------------------------------------------------------------------------- partial steps
 def _merge_sub_next(
-    full: TensorDictBase | None, sub_next: TensorDictBase, mask: torch.Tensor, batch: torch.Size
+    full: TensorDictBase | None,
+    sub_next: TensorDictBase,
+    mask: torch.Tensor,
+    batch: torch.Size | None = None,
 ) -> TensorDictBase:
     """Builds the full-batch "next" data from the stepped sub-batch.
 
     ``sub_next`` holds the ``mask``-selected elements (one leading dim); the other elements
-    take the previous content of ``full`` (the step input, same key) or zeros.
+    take the previous content of ``full`` (the step input, same key) or zeros. ``batch`` is
+    the full batch size (default: ``full.batch_size``).
     """
+    if batch is None:
+        batch = full.batch_size
     out = TensorDict(batch_size=(*batch, *sub_next.batch_size[1:]), device=sub_next.device)
     for key, value in sub_next.items():
         prev = _fast_get(full, key) if full is not None else None

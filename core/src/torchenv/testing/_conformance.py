@@ -50,6 +50,16 @@ class EnvConformanceTests:
       masked sub-envs. Tested when the env has a non-empty batch size, or is batch-unlocked.
     - ``batch_sizes`` (``((3,),)``): input batch sizes tried on batch-unlocked envs.
 
+    The inherited tests: ``test_check_env_specs``, ``test_reset_matches_specs``,
+    ``test_step_writes_next``, ``test_step_without_action_raises``, ``test_rand_action_in_spec``,
+    ``test_rollout_shapes`` (``[*batch, T]``, last dim named ``"time"``),
+    ``test_rollout_chains_steps``, ``test_seeding_is_reproducible``,
+    ``test_different_seeds_differ``, ``test_set_seed_returns_int``, ``test_partial_reset``,
+    ``test_done_flanking`` (``done == terminated | truncated``), ``test_step_and_maybe_reset``
+    (equals ``step`` + ``step_mdp`` + a reset of the done sub-envs),
+    ``test_fake_tensordict_matches_specs`` and ``test_close_is_idempotent``. Envs with dynamic
+    specs (a ``-1`` dim) are rolled out with ``return_contiguous=False``.
+
     Every test builds its own env(s) through :meth:`make_env` and closes them, so a test
     method can also be called directly (``TestToyEnvConformance().test_rollout_shapes()``);
     a failed check raises :class:`AssertionError` whose message names the key at fault.

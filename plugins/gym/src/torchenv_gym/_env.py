@@ -278,7 +278,7 @@ class GymWrapper(EnvBase):
         if self._vec is not None:
             return self._vec.reset(tensordict, kwargs)
         seed = kwargs.pop("seed", None)
-        if seed is None:
+        if seed is None and self._next_seed is not None:  # (nn.Module setattr is slow)
             seed, self._next_seed = self._next_seed, None
         for reader in self.info_dict_reader:
             getattr(reader, "reset", lambda: None)()

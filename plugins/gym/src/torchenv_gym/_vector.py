@@ -100,7 +100,7 @@ class VectorAdapter:
                 if mask.all() or self.last_obs is None:
                     mask = None
         seed = kwargs.pop("seed", None)
-        if seed is None:
+        if seed is None and w._next_seed is not None:  # (nn.Module setattr is slow)
             seed, w._next_seed = w._next_seed, None
         options = kwargs.pop("options", None)
         info: Any = {}

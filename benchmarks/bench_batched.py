@@ -172,7 +172,7 @@ def bench_torchrl(configs: list, seconds: float, rand: bool) -> list | None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=1.0, help="per measurement")
+    parser.add_argument("--seconds", type=float, default=0.75, help="per measurement")
     parser.add_argument("--repeats", type=int, default=2, help="best of, ours and gymnasium")
     parser.add_argument("--workers", type=int, nargs="+", default=[2, 4])
     parser.add_argument(

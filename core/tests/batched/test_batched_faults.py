@@ -198,3 +198,16 @@ def test_memmap_buffers(noise_env_cls, tmp_path):
     assert env.step(td)["next", "count"].squeeze(-1).tolist() == [1, 1]
     assert not [f for f in os.listdir(tempfile.gettempdir()) if f.startswith("torchenv-batched-")]
     env.close()
+
+
+@pytest.mark.slow
+def test_forkserver_workers_survive_idle_periods():
+    from torchenv.envs.builtin import PendulumEnv
+
+    env = ParallelEnv(2, PendulumEnv, mp_start_method="forkserver")
+    env.reset()
+    time.sleep(1.5)  # longer than a worker's orphan check: its parent is the fork server
+    assert env.rollout(3).batch_size == torch.Size([2, 3])
+    pids = env.worker_pids
+    env.close()
+    assert _wait_gone(pids) == []

@@ -178,6 +178,13 @@ def test_wrapper_forwards_attributes_and_closes():
     env.close()
 
 
+def test_read_obs_and_read_action():
+    env = GymEnv("CartPole-v1")
+    obs = env.read_obs(np.ones(4, np.float32))
+    assert torch.equal(obs["observation"], torch.ones(4))
+    assert env.read_action(torch.tensor([0, 1])) == 1
+
+
 def test_wrapper_needs_an_env():
     with pytest.raises(TypeError, match="needs a gym env"):
         GymWrapper()
@@ -238,7 +245,7 @@ def test_set_gym_backend_is_used_by_gymenv():
 
 
 def test_available_envs_lists_registry():
-    assert "CartPole-v1" in GymEnv.available_envs()
+    assert "CartPole-v1" in GymEnv.available_envs  # a class property, as in TorchRL
 
 
 def _make_toy_with_infos():

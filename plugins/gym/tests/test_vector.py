@@ -182,6 +182,13 @@ def test_vector_infos_flow_with_specs():
     env.close()
 
 
+def test_unsupported_options_are_refused():
+    with pytest.raises(NotImplementedError, match="frame_skip"):
+        GymEnv("CartPole-v1", num_envs=2, frame_skip=2)
+    with pytest.raises(NotImplementedError, match="from_pixels"):
+        GymEnv("CartPole-v1", num_envs=2, from_pixels=True)
+
+
 def test_gym_backend_has_no_vector_support_message():
     with pytest.raises(ValueError, match="num_envs"):
         GymEnv("CartPole-v1", vectorization_mode="sync")

@@ -137,6 +137,8 @@ class EnvRunner:
         self.device = env.device
         if groups is not None:
             self._in = groups["in"].rows[index]
+            # a step's input: actions and states, without the "_reset" flags
+            self._step_in = [(k, v) for k, v in self._in if k[-1] != "_reset"]
             self._next = groups["next"].writers[index]
             self._root = groups["root"].writers[index]
             root_rows = groups["root"].rows[index]
@@ -148,7 +150,7 @@ class EnvRunner:
 
     # ------------------------------------------------------------------ with buffers
     def _input(self) -> TensorDictBase:
-        td = build_td(self._in, self.batch_size)
+        td = build_td(self._step_in, self.batch_size)
         device = self.device
         if device is not None and device.type != "cpu":
             td = td.to(device)
@@ -253,6 +255,18 @@ def _close_env(env: Any) -> None:
         close()
 
 
+def _parent_alive(parent_pid: int, first_ppid: int) -> bool:
+    if os.getppid() != first_ppid:
+        return False
+    try:
+        os.kill(parent_pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, owned by someone else (cannot happen for our parent)
+        return True
+    return True
+
+
 def worker_main(
     index: int,
     create_env_fn: Callable,
@@ -290,9 +304,10 @@ def worker_main(
 
     send = conn.send
     recv = conn.recv
+    first_ppid = os.getppid()  # the env's process, or the forkserver started by it
     while True:
         if not go.acquire(timeout=1.0):
-            if os.getppid() != parent_pid:
+            if not _parent_alive(parent_pid, first_ppid):
                 break  # orphaned: the parent died without closing us
             continue
         op = ctl[op_slot]

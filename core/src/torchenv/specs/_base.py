@@ -158,6 +158,27 @@ class TensorSpec:
             return True
         return self._dynamic and trailing_match(self.shape, val_shape)
 
+    def _layout_ok(self, val: Any) -> bool:
+        """Whether ``val`` is a tensor of the spec's dtype whose shape ends with the spec's shape.
+
+        The cheap first step of every leaf ``is_in`` (no value is read); callers then check the values.
+
+        Args:
+            val: any object.
+
+        Returns:
+            ``True`` when ``val`` is a :class:`torch.Tensor` with the right dtype and trailing shape.
+        """
+        try:
+            vs = val.shape
+            dtype = val.dtype
+        except AttributeError:
+            return False
+        n = self._ndim
+        if len(vs) < n or (vs[len(vs) - n :] != self._shape and not self._shape_ok(vs)):
+            return False
+        return dtype == self.dtype and isinstance(val, torch.Tensor)
+
     def is_in(self, val: Any) -> bool:
         """Whether ``val`` could have been produced by this spec (shape, dtype and range)."""
         raise NotImplementedError(type(self).__name__)
@@ -324,12 +345,19 @@ class TensorSpec:
         new._refresh()
         return new
 
-    def expand(self, *shape: int | Sequence[int]) -> TensorSpec:
-        """Returns the spec with extra leading dims (existing dims of size 1 may be broadcast).
+    def _expand_target(self, shape: tuple, kind: str) -> torch.Size:
+        """The shape that ``expand(*shape)`` produces, checked against the spec's own shape.
 
-        >>> from torchenv.specs import Unbounded
-        >>> Unbounded(shape=(3,)).expand(2, 3).shape
-        torch.Size([2, 3])
+        Args:
+            shape: the arguments of ``expand``: ints, or one sequence of ints.
+            kind: how error messages name the spec (``"spec"``, ``"Composite"``).
+
+        Returns:
+            The full new shape; a ``-1`` in its last ``ndim`` dims keeps the spec's size there.
+
+        Raises:
+            SpecShapeError: if the shape has fewer dims than the spec, or its trailing dims do not
+                match the spec's (sizes of 1 may be broadcast).
         """
         if len(shape) == 1 and not isinstance(shape[0], int):
             shape = tuple(shape[0])
@@ -337,19 +365,29 @@ class TensorSpec:
         nd = self._ndim
         if len(new_shape) < nd:
             raise SpecShapeError(
-                f"cannot expand {self._short()} to shape {list(new_shape)}: it has fewer dims than the spec"
+                f"cannot expand {self._short()} to shape {list(new_shape)}: it has fewer dims than the {kind}"
             )
         tail = new_shape[len(new_shape) - nd :]
         for old, new in zip(self.shape, tail):
             if old != new and old != 1 and new != -1:
                 raise SpecShapeError(
                     f"cannot expand {self._short()} to shape {list(new_shape)}: the last {nd} dims must "
-                    f"match the spec's shape {list(self.shape)}"
+                    f"match the {kind}'s shape {list(self.shape)}"
                 )
-        new_shape = torch.Size(
+        return torch.Size(
             list(new_shape[: len(new_shape) - nd])
             + [o if n == -1 else n for o, n in zip(self.shape, tail)]
         )
+
+    def expand(self, *shape: int | Sequence[int]) -> TensorSpec:
+        """Returns the spec with extra leading dims (existing dims of size 1 may be broadcast).
+
+        >>> from torchenv.specs import Unbounded
+        >>> Unbounded(shape=(3,)).expand(2, 3).shape
+        torch.Size([2, 3])
+        """
+        new_shape = self._expand_target(shape, "spec")
+        nd = self._ndim
         safe = safe_shape(new_shape)
         lead = safe[: len(safe) - nd]
         body = safe[len(safe) - nd :]
@@ -502,6 +540,27 @@ class TensorSpec:
         return f"{type(self).__name__}(\n    " + fields.replace("\n", "\n    ") + ")"
 
     # ------------------------------------------------------------------ discrete helpers
+    def _as_mask(self, mask: Any, target: Sequence[int]) -> torch.Tensor:
+        """A bool copy of ``mask`` on the spec's device, broadcast to ``target`` (for ``update_mask``).
+
+        Args:
+            mask: a bool tensor (or anything ``torch.as_tensor`` accepts) of allowed categories.
+            target: the shape the mask must broadcast to.
+
+        Returns:
+            A new bool tensor of shape ``target``.
+
+        Raises:
+            SpecShapeError: if ``mask`` does not broadcast to ``target``.
+        """
+        mask = torch.as_tensor(mask, device=self.device).to(torch.bool)
+        try:
+            return mask.expand(target).clone()
+        except RuntimeError:
+            raise SpecShapeError(
+                f"mask of shape {list(mask.shape)} does not broadcast to {list(target)} for {self._short()}"
+            ) from None
+
     def cardinality(self) -> int:
         """Number of distinct values (discrete specs only)."""
         raise NotImplementedError(

@@ -13,7 +13,7 @@ from tensordict import TensorDictBase
 
 from torchenv.specs._base import _index_shape, _normalize_index
 from torchenv.specs._errors import SpecShapeError
-from torchenv.specs._utils import normalize_dim, to_size
+from torchenv.specs._utils import normalize_dim
 
 if TYPE_CHECKING:
     from torchenv.specs._base import TensorSpec
@@ -30,27 +30,8 @@ class CompositeShapeOps:
         >>> Composite(obs=Unbounded(3)).expand(4)["obs"].shape
         torch.Size([4, 3])
         """
-        if len(shape) == 1 and not isinstance(shape[0], int):
-            shape = tuple(shape[0])
-        new_shape = to_size(shape)
+        new_shape = self._expand_target(shape, "Composite")
         nd = self._ndim
-        if len(new_shape) < nd:
-            raise SpecShapeError(
-                f"cannot expand {self._short()} to shape {list(new_shape)}: it has fewer dims than the Composite"
-            )
-        tail = new_shape[len(new_shape) - nd :]
-        for old, new in zip(self.shape, tail):
-            if old != new and old != 1 and new != -1:
-                raise SpecShapeError(
-                    f"cannot expand {self._short()} to {list(new_shape)}: the last {nd} dims must match "
-                    f"{list(self.shape)}"
-                )
-        new_shape = torch.Size(
-            [
-                *new_shape[: len(new_shape) - nd],
-                *[o if n == -1 else n for o, n in zip(self.shape, tail)],
-            ]
-        )
         prefix = list(new_shape[: len(new_shape) - nd])
 
         def fn(spec: TensorSpec) -> TensorSpec:

@@ -113,15 +113,7 @@ class Unbounded(TensorSpec):
         return torch.empty(full, dtype=self.dtype, device=self.device).random_()
 
     def is_in(self, val: Any) -> bool:
-        try:
-            vs = val.shape
-            dtype = val.dtype
-        except AttributeError:
-            return False
-        n = self._ndim
-        if len(vs) < n or (vs[len(vs) - n :] != self.shape and not self._shape_ok(vs)):
-            return False
-        return dtype == self.dtype and isinstance(val, torch.Tensor)
+        return self._layout_ok(val)
 
     def _explain_values(self, val: torch.Tensor) -> str:
         return "unknown reason"
@@ -341,18 +333,11 @@ class Bounded(TensorSpec):
         return out.clamp_(max=self.high.to(torch.float64)).to(dtype)
 
     def is_in(self, val: Any) -> bool:
-        try:
-            vs = val.shape
-            dtype = val.dtype
-        except AttributeError:
-            return False
-        n = self._ndim
-        if len(vs) < n or (vs[len(vs) - n :] != self.shape and not self._shape_ok(vs)):
-            return False
-        if dtype != self.dtype or not isinstance(val, torch.Tensor):
+        if not self._layout_ok(val):
             return False
         if self._space.low is not self._c_low or self._space.high is not self._c_high:
             self._refresh()
+        dtype = self.dtype
         if self._full_range and not is_float_dtype(dtype):
             return True
         if not val.numel():

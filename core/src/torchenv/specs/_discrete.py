@@ -86,17 +86,7 @@ class Categorical(TensorSpec):
         >>> spec.rand()
         tensor(0)
         """
-        if mask is None:
-            self.mask = None
-            return
-        mask = torch.as_tensor(mask, device=self.device).to(torch.bool)
-        target = self._mask_shape()
-        try:
-            self.mask = mask.expand(target).clone()
-        except RuntimeError:
-            raise SpecShapeError(
-                f"mask of shape {list(mask.shape)} does not broadcast to {list(target)} for {self._short()}"
-            ) from None
+        self.mask = None if mask is None else self._as_mask(mask, self._mask_shape())
 
     def rand(self, shape: Sequence[int] | None = None) -> torch.Tensor:
         full = batch_shape(shape) + self._sshape
@@ -106,21 +96,13 @@ class Categorical(TensorSpec):
         return torch.randint(0, n, full, dtype=self.dtype, device=self.device)
 
     def is_in(self, val: Any) -> bool:
-        try:
-            vs = val.shape
-            dtype = val.dtype
-        except AttributeError:
-            return False
-        n = self._ndim
-        if len(vs) < n or (vs[len(vs) - n :] != self.shape and not self._shape_ok(vs)):
-            return False
-        if dtype != self.dtype or not isinstance(val, torch.Tensor):
+        if not self._layout_ok(val):
             return False
         if self.mask is not None:
             return self._mask_ok(val)
         if self.n < 0 or not val.numel():
             return True
-        if dtype == torch.bool:
+        if self.dtype == torch.bool:
             return self.n >= 2 or not bool(val.any())
         mn, mx = torch.aminmax(val)
         return bool((mn >= 0) & (mx < self.n))
@@ -245,16 +227,7 @@ class OneHot(TensorSpec):
 
     def update_mask(self, mask: torch.Tensor | None) -> None:
         """Sets (or with ``None`` removes) the mask of allowed categories (shape: the spec's shape)."""
-        if mask is None:
-            self.mask = None
-            return
-        mask = torch.as_tensor(mask, device=self.device).to(torch.bool)
-        try:
-            self.mask = mask.expand(self._sshape).clone()
-        except RuntimeError:
-            raise SpecShapeError(
-                f"mask of shape {list(mask.shape)} does not broadcast to {list(self.shape)} for {self._short()}"
-            ) from None
+        self.mask = None if mask is None else self._as_mask(mask, self._sshape)
 
     def rand(self, shape: Sequence[int] | None = None) -> torch.Tensor:
         full = batch_shape(shape) + self._sshape
@@ -272,19 +245,11 @@ class OneHot(TensorSpec):
         self._eye = torch.eye(self.n, dtype=self.dtype, device=self.device)
 
     def is_in(self, val: Any) -> bool:
-        try:
-            vs = val.shape
-            dtype = val.dtype
-        except AttributeError:
-            return False
-        n = self._ndim
-        if len(vs) < n or (vs[len(vs) - n :] != self.shape and not self._shape_ok(vs)):
-            return False
-        if dtype != self.dtype or not isinstance(val, torch.Tensor):
+        if not self._layout_ok(val):
             return False
         if not val.numel():
             return True
-        if dtype != torch.bool:
+        if self.dtype != torch.bool:
             mn, mx = torch.aminmax(val)
             if not bool((mn >= 0) & (mx <= 1)):
                 return False
@@ -407,17 +372,9 @@ class Binary(Categorical):
             raise NotImplementedError("Binary specs do not support masks.")
 
     def is_in(self, val: Any) -> bool:
-        try:
-            vs = val.shape
-            dtype = val.dtype
-        except AttributeError:
+        if not self._layout_ok(val):
             return False
-        n = self._ndim
-        if len(vs) < n or (vs[len(vs) - n :] != self.shape and not self._shape_ok(vs)):
-            return False
-        if dtype != self.dtype or not isinstance(val, torch.Tensor):
-            return False
-        if dtype == torch.bool or not val.numel():
+        if self.dtype == torch.bool or not val.numel():
             return True
         mn, mx = torch.aminmax(val)
         return bool((mn >= 0) & (mx <= 1))

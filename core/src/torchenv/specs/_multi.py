@@ -95,14 +95,7 @@ class MultiCategorical(TensorSpec):
             raise SpecValueError(
                 "only MultiCategorical specs with one nvec for all batch entries can be masked"
             )
-        target = (*self._sshape[:-1], sum(self._row))
-        mask = torch.as_tensor(mask, device=self.device).to(torch.bool)
-        try:
-            self.mask = mask.expand(target).clone()
-        except RuntimeError:
-            raise SpecShapeError(
-                f"mask of shape {list(mask.shape)} does not broadcast to {list(target)}"
-            ) from None
+        self.mask = self._as_mask(mask, (*self._sshape[:-1], sum(self._row)))
 
     def rand(self, shape: Sequence[int] | None = None) -> torch.Tensor:
         full = batch_shape(shape) + self._sshape
@@ -114,15 +107,7 @@ class MultiCategorical(TensorSpec):
         return out.to(self.dtype)
 
     def is_in(self, val: Any) -> bool:
-        try:
-            vs = val.shape
-            dtype = val.dtype
-        except AttributeError:
-            return False
-        n = self._ndim
-        if len(vs) < n or (vs[len(vs) - n :] != self.shape and not self._shape_ok(vs)):
-            return False
-        if dtype != self.dtype or not isinstance(val, torch.Tensor):
+        if not self._layout_ok(val):
             return False
         if not val.numel():
             return True
@@ -132,7 +117,7 @@ class MultiCategorical(TensorSpec):
         if self.mask is not None:
             _, starts = _chunks(self._row)
             pos = val.to(torch.long) + torch.tensor(starts, device=val.device)
-            mask = self.mask.to(val.device).expand(*vs[:-1], self.mask.shape[-1])
+            mask = self.mask.to(val.device).expand(*val.shape[:-1], self.mask.shape[-1])
             return bool(mask.gather(-1, pos).all())
         return True
 
@@ -244,16 +229,7 @@ class MultiOneHot(TensorSpec):
 
     def update_mask(self, mask: torch.Tensor | None) -> None:
         """Sets the allowed categories (bool tensor of the spec's shape)."""
-        if mask is None:
-            self.mask = None
-            return
-        mask = torch.as_tensor(mask, device=self.device).to(torch.bool)
-        try:
-            self.mask = mask.expand(self._sshape).clone()
-        except RuntimeError:
-            raise SpecShapeError(
-                f"mask of shape {list(mask.shape)} does not broadcast to {list(self.shape)}"
-            ) from None
+        self.mask = None if mask is None else self._as_mask(mask, self._sshape)
 
     def rand(self, shape: Sequence[int] | None = None) -> torch.Tensor:
         full = batch_shape(shape) + self._sshape
@@ -267,20 +243,12 @@ class MultiOneHot(TensorSpec):
         return out.scatter_(-1, idx + self._starts, 1)
 
     def is_in(self, val: Any) -> bool:
-        try:
-            vs = val.shape
-            dtype = val.dtype
-        except AttributeError:
-            return False
-        n = self._ndim
-        if len(vs) < n or (vs[len(vs) - n :] != self.shape and not self._shape_ok(vs)):
-            return False
-        if dtype != self.dtype or not isinstance(val, torch.Tensor):
+        if not self._layout_ok(val):
             return False
         if not val.numel():
             return True
         v = val.to(torch.long)
-        if dtype != torch.bool:
+        if self.dtype != torch.bool:
             mn, mx = torch.aminmax(v)
             if not bool((mn >= 0) & (mx <= 1)):
                 return False

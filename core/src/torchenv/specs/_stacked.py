@@ -96,6 +96,48 @@ class _LazyStack:
             spec.clear_device_()
         return self
 
+    def is_in(self, val: Any) -> bool:
+        """Whether ``val`` splits along the stack dim into one value per member, each in its member."""
+        if val is None:
+            return False
+        try:
+            parts = _unbind_value(val, self.dim, self.ndim)  # type: ignore[attr-defined]
+        except (AttributeError, RuntimeError, IndexError):
+            return False
+        return len(parts) == len(self._stacked) and all(
+            s.is_in(v) for s, v in zip(self._stacked, parts)
+        )
+
+    def to_numpy(self, val: Any, safe: bool | None = None) -> list:
+        """One numpy value per member (``val`` split along the stack dim)."""
+        parts = _unbind_value(val, self.dim, self.ndim)  # type: ignore[attr-defined]
+        return [s.to_numpy(v, safe) for s, v in zip(self._stacked, parts)]
+
+    def clone(self) -> Any:
+        """A stack of clones of the members."""
+        return type(self)(*[s.clone() for s in self._stacked], dim=self.dim)
+
+    def to(self, dest: Any) -> Any:
+        """The stack of the members moved to a device (or cast to a dtype)."""
+        return type(self)(*[s.to(dest) for s in self._stacked], dim=self.dim)
+
+    def squeeze(self, dim: int | None = None) -> Any:
+        raise NotImplementedError(f"squeeze is not supported for {type(self).__name__} specs.")
+
+    def unsqueeze(self, dim: int) -> Any:
+        raise NotImplementedError(f"unsqueeze is not supported for {type(self).__name__} specs.")
+
+    def reshape(self, *shape: Any) -> Any:
+        raise NotImplementedError(f"reshape is not supported for {type(self).__name__} specs.")
+
+    def _same_members(self, other: Any) -> bool:
+        """Whether ``other`` (a lazy stack) has the same stack dim and equal members."""
+        return (
+            self.dim == other.dim
+            and len(self._stacked) == len(other._stacked)
+            and all(a == b for a, b in zip(self._stacked, other._stacked))
+        )
+
 
 def _consumed(idx: tuple) -> int:
     return sum(1 for i in idx if isinstance(i, int))
@@ -150,15 +192,6 @@ class Stacked(_LazyStack, TensorSpec):
     def one(self, shape: Sequence[int] | None = None) -> torch.Tensor:
         return self._samples("one", shape)
 
-    def is_in(self, val: Any) -> bool:
-        try:
-            parts = _unbind_value(val, self.dim, self.ndim)
-        except (AttributeError, RuntimeError, IndexError):
-            return False
-        return len(parts) == len(self._stacked) and all(
-            s.is_in(v) for s, v in zip(self._stacked, parts)
-        )
-
     def _explain(self, val: Any) -> str:
         parts = _unbind_value(val, self.dim, self.ndim)
         for i, (s, v) in enumerate(zip(self._stacked, parts)):
@@ -180,29 +213,8 @@ class Stacked(_LazyStack, TensorSpec):
             return torch.stack(parts, self.dim)
         return torch.nested.nested_tensor(parts)
 
-    def to_numpy(self, val: Any, safe: bool | None = None) -> Any:
-        return [
-            s.to_numpy(v, safe)
-            for s, v in zip(self._stacked, _unbind_value(val, self.dim, self.ndim))
-        ]
-
     def expand(self, *shape: Any) -> Stacked:
         return self._expand_members(shape)
-
-    def clone(self) -> Stacked:
-        return Stacked(*[s.clone() for s in self._stacked], dim=self.dim)
-
-    def to(self, dest: Any) -> Stacked:
-        return Stacked(*[s.to(dest) for s in self._stacked], dim=self.dim)
-
-    def squeeze(self, dim: int | None = None) -> TensorSpec:
-        raise NotImplementedError("squeeze is not supported for Stacked specs.")
-
-    def unsqueeze(self, dim: int) -> TensorSpec:
-        raise NotImplementedError("unsqueeze is not supported for Stacked specs.")
-
-    def reshape(self, *shape: Any) -> TensorSpec:
-        raise NotImplementedError("reshape is not supported for Stacked specs.")
 
     def enumerate(self, use_mask: bool = False) -> torch.Tensor:
         return torch.stack([s.enumerate(use_mask) for s in self._stacked], self.dim + 1)
@@ -211,12 +223,7 @@ class Stacked(_LazyStack, TensorSpec):
         return len(self._stacked)
 
     def __eq__(self, other: object) -> bool:
-        return (
-            isinstance(other, Stacked)
-            and self.dim == other.dim
-            and len(self._stacked) == len(other._stacked)
-            and all(a == b for a, b in zip(self._stacked, other._stacked))
-        )
+        return isinstance(other, Stacked) and self._same_members(other)
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -329,17 +336,6 @@ class StackedComposite(_LazyStack, Composite):
         tds = [getattr(s, fn_name)(bshape) for s in self._stacked]
         return LazyStackedTensorDict(*tds, stack_dim=self.dim + len(bshape))
 
-    def is_in(self, val: Any) -> bool:
-        if val is None:
-            return False
-        try:
-            parts = _unbind_value(val, self.dim, self.ndim)
-        except (AttributeError, RuntimeError, IndexError):
-            return False
-        return len(parts) == len(self._stacked) and all(
-            s.is_in(v) for s, v in zip(self._stacked, parts)
-        )
-
     def _first_mismatch(self, val: Any, prefix: tuple = ()) -> Any:
         for s, v in zip(self._stacked, _unbind_value(val, self.dim, self.ndim)):
             found = s._first_mismatch(v, prefix)
@@ -357,12 +353,6 @@ class StackedComposite(_LazyStack, Composite):
         tds = [s.encode(v, ignore_device=ignore_device) for s, v in zip(self._stacked, vals)]
         return LazyStackedTensorDict(*tds, stack_dim=self.dim)
 
-    def to_numpy(self, val: Any, safe: bool | None = None) -> list:
-        return [
-            s.to_numpy(v, safe)
-            for s, v in zip(self._stacked, _unbind_value(val, self.dim, self.ndim))
-        ]
-
     def type_check(self, value: Any, selected_keys: Any = None) -> None:
         for s, v in zip(self._stacked, _unbind_value(value, self.dim, self.ndim)):
             s.type_check(v, selected_keys)
@@ -370,31 +360,11 @@ class StackedComposite(_LazyStack, Composite):
     def expand(self, *shape: Any) -> StackedComposite:
         return self._expand_members(shape)
 
-    def clone(self) -> StackedComposite:
-        return StackedComposite(*[s.clone() for s in self._stacked], dim=self.dim)
-
-    def to(self, dest: Any) -> StackedComposite:
-        return StackedComposite(*[s.to(dest) for s in self._stacked], dim=self.dim)
-
     def empty(self) -> StackedComposite:
         return StackedComposite(*[s.empty() for s in self._stacked], dim=self.dim)
 
-    def squeeze(self, dim: int | None = None) -> Composite:
-        raise NotImplementedError("squeeze is not supported for StackedComposite specs.")
-
-    def unsqueeze(self, dim: int) -> Composite:
-        raise NotImplementedError("unsqueeze is not supported for StackedComposite specs.")
-
-    def reshape(self, *shape: Any) -> Composite:
-        raise NotImplementedError("reshape is not supported for StackedComposite specs.")
-
     def __eq__(self, other: object) -> bool:
-        return (
-            isinstance(other, StackedComposite)
-            and self.dim == other.dim
-            and len(self._stacked) == len(other._stacked)
-            and all(a == b for a, b in zip(self._stacked, other._stacked))
-        )
+        return isinstance(other, StackedComposite) and self._same_members(other)
 
     __hash__ = None  # type: ignore[assignment]
 

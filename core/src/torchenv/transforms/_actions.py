@@ -8,6 +8,7 @@ from tensordict.utils import NestedKey
 
 from torchenv.specs import Bounded, Categorical, Composite, OneHot, TensorSpec
 from torchenv.transforms._base import Transform, _normalize_keys
+from torchenv.transforms._utils import as_tuple
 
 __all__ = ["ActionDiscretizer", "ActionMask", "DiscreteActionProjection", "MultiAction"]
 
@@ -327,7 +328,7 @@ class MultiAction(Transform):
             for key in parent.observation_keys:
                 values = [o.get(key) for o in observations] + [next_tensordict.get(key)]
                 next_tensordict.set(
-                    ("stacked", *((key,) if isinstance(key, str) else key)),
+                    ("stacked", *as_tuple(key)),
                     torch.stack(values, axis),
                 )
         return next_tensordict
@@ -343,9 +344,7 @@ class MultiAction(Transform):
             value = tensordict_reset.get(key, None)
             if value is not None:
                 stacked = torch.stack([value] * n, axis)
-                tensordict_reset.set(
-                    ("stacked", *((key,) if isinstance(key, str) else key)), stacked
-                )
+                tensordict_reset.set(("stacked", *as_tuple(key)), stacked)
         return tensordict_reset
 
     def _stacked(self, spec: Composite) -> Composite:
@@ -372,7 +371,7 @@ class MultiAction(Transform):
         parent = self.parent
         stacked = self._stacked(parent.full_observation_spec.clone())
         for key in list(stacked.keys(True, True)):
-            observation_spec[("stacked", *((key,) if isinstance(key, str) else key))] = stacked[key]
+            observation_spec[("stacked", *as_tuple(key))] = stacked[key]
         return observation_spec
 
     def __repr__(self) -> str:

@@ -31,6 +31,10 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["Transform", "ObservationTransform"]
 
+#: the parts of ``output_spec`` / ``input_spec`` most transforms map
+_OBS_AND_REWARD = ("full_observation_spec", "full_reward_spec")
+_ACTION_AND_STATE = ("full_action_spec", "full_state_spec")
+
 
 def _normalize_keys(keys: NestedKey | Sequence[NestedKey] | None) -> list[NestedKey] | None:
     if keys is None:
@@ -45,6 +49,47 @@ def _missing_key_error(transform: Transform, key: NestedKey, data: TensorDictBas
         f"{type(transform).__name__}: expected entry {key!r} in the tensordict, "
         f"but it holds only {sorted(map(str, data.keys(True, True)))}"
     )
+
+
+def _keys_property(attr: str, cache: str, default_from: str | None, doc: str) -> property:
+    """A key-list property stored under ``attr``; setting it drops the cached pairs ``cache``.
+
+    Unset, it reads as ``[]`` or, with ``default_from``, as a copy of that other key list
+    (``out_keys`` default to ``in_keys``).
+    """
+
+    def fget(self: Transform) -> list[NestedKey]:
+        keys = self.__dict__.get(attr)
+        if default_from is None:
+            return keys or []
+        return list(getattr(self, default_from)) if keys is None else keys
+
+    def fset(self: Transform, value: Sequence[NestedKey] | NestedKey | None) -> None:
+        self.__dict__[attr] = _normalize_keys(value)
+        self.__dict__.pop(cache, None)
+
+    return property(fget, fset, doc=doc)
+
+
+def _pairs_property(cache: str, first: str, second: str, doc: str) -> property:
+    """A property zipping the key lists ``first`` and ``second``, cached under ``cache``.
+
+    Raises ``ValueError`` (naming both lists) when their lengths differ.
+    """
+
+    def fget(self: Transform) -> tuple[tuple[NestedKey, NestedKey], ...]:
+        pairs = self.__dict__.get(cache)
+        if pairs is None:
+            keys_a, keys_b = getattr(self, first), getattr(self, second)
+            if len(keys_a) != len(keys_b):
+                raise ValueError(
+                    f"{type(self).__name__}: {first} and {second} must have the same length, "
+                    f"got {first}={keys_a} and {second}={keys_b}"
+                )
+            pairs = self.__dict__[cache] = tuple(zip(keys_a, keys_b))
+        return pairs
+
+    return property(fget, doc=doc)
 
 
 class Transform(nn.Module):
@@ -73,6 +118,9 @@ class Transform(nn.Module):
     """
 
     invertible: bool = False
+    #: ``__dict__`` entries holding values derived from the parent env; dropped by
+    #: :meth:`empty_cache`.
+    _cache_keys: tuple[str, ...] = ()
     #: when True, the inverse transform also runs on the input of ``reset``.
     enable_inv_on_reset: bool = False
 
@@ -94,75 +142,22 @@ class Transform(nn.Module):
         self.out_keys_inv = out_keys_inv
 
     # ------------------------------------------------------------------ keys
-    @property
-    def in_keys(self) -> list[NestedKey]:
-        return self.__dict__.get("_in_keys") or []
-
-    @in_keys.setter
-    def in_keys(self, value: Sequence[NestedKey] | NestedKey | None) -> None:
-        self.__dict__["_in_keys"] = _normalize_keys(value)
-        self.__dict__.pop("_pairs", None)
-
-    @property
-    def out_keys(self) -> list[NestedKey]:
-        out_keys = self.__dict__.get("_out_keys")
-        if out_keys is None:
-            return list(self.in_keys)
-        return out_keys
-
-    @out_keys.setter
-    def out_keys(self, value: Sequence[NestedKey] | NestedKey | None) -> None:
-        self.__dict__["_out_keys"] = _normalize_keys(value)
-        self.__dict__.pop("_pairs", None)
-
-    @property
-    def in_keys_inv(self) -> list[NestedKey]:
-        return self.__dict__.get("_in_keys_inv") or []
-
-    @in_keys_inv.setter
-    def in_keys_inv(self, value: Sequence[NestedKey] | NestedKey | None) -> None:
-        self.__dict__["_in_keys_inv"] = _normalize_keys(value)
-        self.__dict__.pop("_pairs_inv", None)
-
-    @property
-    def out_keys_inv(self) -> list[NestedKey]:
-        out_keys_inv = self.__dict__.get("_out_keys_inv")
-        if out_keys_inv is None:
-            return list(self.in_keys_inv)
-        return out_keys_inv
-
-    @out_keys_inv.setter
-    def out_keys_inv(self, value: Sequence[NestedKey] | NestedKey | None) -> None:
-        self.__dict__["_out_keys_inv"] = _normalize_keys(value)
-        self.__dict__.pop("_pairs_inv", None)
-
-    @property
-    def _key_pairs(self) -> tuple[tuple[NestedKey, NestedKey], ...]:
-        """``(in_key, out_key)`` pairs, cached: the hot path reads this."""
-        pairs = self.__dict__.get("_pairs")
-        if pairs is None:
-            in_keys, out_keys = self.in_keys, self.out_keys
-            if len(in_keys) != len(out_keys):
-                raise ValueError(
-                    f"{type(self).__name__}: in_keys and out_keys must have the same length, "
-                    f"got in_keys={in_keys} and out_keys={out_keys}"
-                )
-            pairs = self.__dict__["_pairs"] = tuple(zip(in_keys, out_keys))
-        return pairs
-
-    @property
-    def _key_pairs_inv(self) -> tuple[tuple[NestedKey, NestedKey], ...]:
-        """``(in_key_inv, out_key_inv)`` pairs, cached."""
-        pairs = self.__dict__.get("_pairs_inv")
-        if pairs is None:
-            in_keys, out_keys = self.in_keys_inv, self.out_keys_inv
-            if len(in_keys) != len(out_keys):
-                raise ValueError(
-                    f"{type(self).__name__}: in_keys_inv and out_keys_inv must have the same "
-                    f"length, got in_keys_inv={in_keys} and out_keys_inv={out_keys}"
-                )
-            pairs = self.__dict__["_pairs_inv"] = tuple(zip(in_keys, out_keys))
-        return pairs
+    in_keys = _keys_property("_in_keys", "_pairs", None, "Entries read by the forward transform.")
+    out_keys = _keys_property(
+        "_out_keys", "_pairs", "in_keys", "Entries written by the forward transform."
+    )
+    in_keys_inv = _keys_property(
+        "_in_keys_inv", "_pairs_inv", None, "Entries written by the inverse transform."
+    )
+    out_keys_inv = _keys_property(
+        "_out_keys_inv", "_pairs_inv", "in_keys_inv", "Entries read by the inverse transform."
+    )
+    _key_pairs = _pairs_property(
+        "_pairs", "in_keys", "out_keys", "Cached ``(in_key, out_key)`` pairs."
+    )
+    _key_pairs_inv = _pairs_property(
+        "_pairs_inv", "in_keys_inv", "out_keys_inv", "``(in_key_inv, out_key_inv)`` pairs, cached."
+    )
 
     # ------------------------------------------------------- missing tolerance
     @property
@@ -214,17 +209,12 @@ class Transform(nn.Module):
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         """Applies the transform to a TensorDict outside of an env (e.g. in a replay buffer).
 
-        Calls :meth:`_apply_transform` on every present ``in_key``; neither :meth:`_step` nor
-        :meth:`_call` is called. Tensors can also be passed by key name:
-        ``transform(observation=x)`` returns the transformed tensor(s).
+        Calls :meth:`_apply_transform` on every present ``in_key`` (the base
+        :meth:`Transform._call` loop); neither :meth:`_step` nor a subclass's :meth:`_call` is
+        called. Tensors can also be passed by key name: ``transform(observation=x)`` returns
+        the transformed tensor(s).
         """
-        for in_key, out_key in self._key_pairs:
-            value = tensordict.get(in_key, None)
-            if value is not None:
-                tensordict.set(out_key, self._apply_transform(value))
-            elif not self.__dict__["_missing_tolerance"]:
-                raise _missing_key_error(self, in_key, tensordict)
-        return tensordict
+        return Transform._call(self, tensordict)
 
     @dispatch(source="out_keys_inv", dest="in_keys_inv")
     def inv(self, tensordict: TensorDictBase) -> TensorDictBase:
@@ -244,23 +234,26 @@ class Transform(nn.Module):
         """Runs after the base env's reset; by default applies :meth:`_call` to present keys."""
         return self._call_tolerant(tensordict_reset)
 
-    def _call_tolerant(self, tensordict: TensorDictBase) -> TensorDictBase:
-        mode = self.__dict__["_missing_tolerance"]
-        self.__dict__["_missing_tolerance"] = True
+    def _tolerant(
+        self, fn: Callable[[TensorDictBase], TensorDictBase], tensordict: TensorDictBase
+    ) -> TensorDictBase:
+        """Runs ``fn(tensordict)`` with missing entries skipped, then restores the tolerance."""
+        d = self.__dict__
+        mode = d["_missing_tolerance"]
+        d["_missing_tolerance"] = True
         try:
-            return self._call(tensordict)
+            return fn(tensordict)
         finally:
-            self.__dict__["_missing_tolerance"] = mode
+            d["_missing_tolerance"] = mode
+
+    def _call_tolerant(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """:meth:`_call` on the entries present (the default of :meth:`_reset`)."""
+        return self._tolerant(self._call, tensordict)
 
     def _reset_env_preprocess(self, tensordict: TensorDictBase | None) -> TensorDictBase | None:
         """Runs on the input of ``reset`` before the base env resets (inverse, if enabled)."""
         if self.enable_inv_on_reset and tensordict is not None:
-            mode = self.__dict__["_missing_tolerance"]
-            self.__dict__["_missing_tolerance"] = True
-            try:
-                return self._inv_call(tensordict)
-            finally:
-                self.__dict__["_missing_tolerance"] = mode
+            return self._tolerant(self._inv_call, tensordict)
         return tensordict
 
     @property
@@ -336,6 +329,28 @@ class Transform(nn.Module):
             if in_key in keys:
                 spec[out_key] = fn(spec[in_key].clone())
         return spec
+
+    def _map_output_specs(
+        self,
+        output_spec: Composite,
+        fn: Callable[[TensorSpec], TensorSpec],
+        parts: Sequence[str] = _OBS_AND_REWARD,
+    ) -> Composite:
+        """:meth:`_map_specs` over each of the ``parts`` of an ``output_spec``."""
+        for name in parts:
+            self._map_specs(output_spec[name], fn)
+        return output_spec
+
+    def _map_input_specs(
+        self,
+        input_spec: Composite,
+        fn: Callable[[TensorSpec], TensorSpec] | None = None,
+        parts: Sequence[str] = _ACTION_AND_STATE,
+    ) -> Composite:
+        """:meth:`_map_inv_specs` over each of the ``parts`` of an ``input_spec``."""
+        for name in parts:
+            self._map_inv_specs(input_spec[name], fn)
+        return input_spec
 
     def _map_inv_specs(
         self, spec: Composite, fn: Callable[[TensorSpec], TensorSpec] | None = None
@@ -421,8 +436,34 @@ class Transform(nn.Module):
         return parent
 
     def empty_cache(self) -> None:
-        """Drops the cached parent (called when the transform chain changes)."""
-        self.__dict__["_parent"] = None
+        """Drops the cached parent and ``_cache_keys`` (called when the chain changes)."""
+        d = self.__dict__
+        for name in self._cache_keys:
+            d.pop(name, None)
+        d["_parent"] = None
+
+    def _env_reset_keys(self) -> list[NestedKey]:
+        """The parent env's reset keys (``["_reset"]`` outside of an env)."""
+        parent = self.parent
+        return list(parent.reset_keys) if parent is not None else ["_reset"]
+
+    def _only_reset_key(self, given: NestedKey | None) -> NestedKey:
+        """``given``, else the parent env's one reset key (``RuntimeError`` if it has several)."""
+        if given is not None:
+            return given
+        keys = self._env_reset_keys()
+        if len(keys) != 1:
+            raise RuntimeError(
+                f"{type(self).__name__}: the env has several reset keys {keys}; pass reset_key="
+            )
+        return keys[0]
+
+    def _require(self, tensordict: TensorDictBase, key: NestedKey) -> Any:
+        """``tensordict[key]``; ``None`` if it is missing and tolerated, else ``KeyError``."""
+        value = tensordict.get(key, None)
+        if value is None and not self.__dict__["_missing_tolerance"]:
+            raise KeyError(f"{type(self).__name__}: entry {key!r} not found")
+        return value
 
     def clone(self) -> Transform:
         """Returns a copy with no parent that shares parameters and buffers with this one."""
@@ -465,11 +506,6 @@ class ObservationTransform(Transform):
         if in_keys is None:
             in_keys = ["observation", "pixels"]
         super().__init__(in_keys, out_keys, in_keys_inv, out_keys_inv)
-
-    def _reset(
-        self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase
-    ) -> TensorDictBase:
-        return self._call_tolerant(tensordict_reset)
 
     def transform_observation_spec(self, observation_spec: TensorSpec) -> TensorSpec:
         return self._map_specs(observation_spec, self._transform_leaf_spec)

@@ -48,6 +48,29 @@ def _as_transform(obj: Any) -> Transform:
     )
 
 
+def _chained(name: str) -> Callable[[Compose, Any], Any]:
+    """A ``Compose`` method passing its argument through method ``name`` of each transform."""
+
+    def method(self: Compose, value: Any) -> Any:
+        for t in self.transforms:
+            value = getattr(t, name)(value)
+        return value
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"Applies ``{name}`` of each transform in turn, innermost first."
+    return method
+
+
+#: ``Compose.__dict__`` entries caching views of the chain (rebuilt on next use)
+_CHAIN_CACHES = ("_seq", "_inv_seq", "_step_fns")
+
+
+def _clear_chain_caches(d: dict[str, Any]) -> None:
+    """Resets the chain caches in ``d`` (a ``Compose.__dict__`` or its pickled state)."""
+    for name in _CHAIN_CACHES:
+        d[name] = None
+
+
 class Compose(Transform):
     """Composes transforms: forward in order (inner to outer), inverse in reverse order.
 
@@ -74,9 +97,7 @@ class Compose(Transform):
             raise TypeError(f"Compose got unexpected keyword arguments {sorted(kwargs)}")
         super().__init__()
         self.transforms = nn.ModuleList([_as_transform(t) for t in transforms])
-        self.__dict__["_seq"] = None
-        self.__dict__["_inv_seq"] = None
-        self.__dict__["_step_fns"] = None
+        _clear_chain_caches(self.__dict__)
         for t in self.transforms:
             t.set_container(self)
 
@@ -241,41 +262,15 @@ class Compose(Transform):
     # ----------------------------------------------------------------- specs
     # Every spec (input specs included) goes inner to outer: the outer spec is derived from
     # the inner one, even though the inverse *data* transform runs outer to inner.
-    def transform_output_spec(self, output_spec):
-        for t in self.transforms:
-            output_spec = t.transform_output_spec(output_spec)
-        return output_spec
+    transform_output_spec = _chained("transform_output_spec")
+    transform_input_spec = _chained("transform_input_spec")
+    transform_observation_spec = _chained("transform_observation_spec")
+    transform_reward_spec = _chained("transform_reward_spec")
+    transform_done_spec = _chained("transform_done_spec")
+    transform_action_spec = _chained("transform_action_spec")
+    transform_state_spec = _chained("transform_state_spec")
 
-    def transform_input_spec(self, input_spec):
-        for t in self.transforms:
-            input_spec = t.transform_input_spec(input_spec)
-        return input_spec
-
-    def transform_observation_spec(self, observation_spec):
-        for t in self.transforms:
-            observation_spec = t.transform_observation_spec(observation_spec)
-        return observation_spec
-
-    def transform_reward_spec(self, reward_spec):
-        for t in self.transforms:
-            reward_spec = t.transform_reward_spec(reward_spec)
-        return reward_spec
-
-    def transform_done_spec(self, done_spec):
-        for t in self.transforms:
-            done_spec = t.transform_done_spec(done_spec)
-        return done_spec
-
-    def transform_action_spec(self, action_spec):
-        for t in self.transforms:
-            action_spec = t.transform_action_spec(action_spec)
-        return action_spec
-
-    def transform_state_spec(self, state_spec):
-        for t in self.transforms:
-            state_spec = t.transform_state_spec(state_spec)
-        return state_spec
-
+    # written out (not _chained): the env reads its device and batch size often
     def transform_env_device(self, device: torch.device | None) -> torch.device | None:
         for t in self.transforms:
             device = t.transform_env_device(device)
@@ -299,9 +294,7 @@ class Compose(Transform):
         super().reset_parent()
 
     def empty_cache(self) -> None:
-        self.__dict__["_seq"] = None
-        self.__dict__["_inv_seq"] = None
-        self.__dict__["_step_fns"] = None
+        _clear_chain_caches(self.__dict__)
         for t in self.transforms:
             t.empty_cache()
         super().empty_cache()
@@ -313,12 +306,12 @@ class Compose(Transform):
 
     def __getstate__(self) -> dict[str, Any]:
         state = super().__getstate__()
-        state["_seq"] = state["_inv_seq"] = state["_step_fns"] = None  # caches (closures)
+        _clear_chain_caches(state)  # caches (closures)
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         super().__setstate__(state)
-        self.__dict__["_seq"] = self.__dict__["_inv_seq"] = self.__dict__["_step_fns"] = None
+        _clear_chain_caches(self.__dict__)
         for t in self.transforms:
             t.__dict__["_container"] = weakref.ref(self)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 from tensordict import TensorDictBase
+from tensordict.utils import NestedKey
 
 from torchenv.specs import Bounded, Categorical, Composite
 from torchenv.transforms._base import Transform
@@ -36,6 +37,8 @@ class StepCounter(Transform):
         (torch.Size([5]), 5)
     """
 
+    _cache_keys = ("_levels_cache",)
+
     def __init__(
         self,
         max_steps: int | None = None,
@@ -58,8 +61,6 @@ class StepCounter(Transform):
         """``(reset, step_count, truncated, done)`` keys per done level, cached."""
         levels = self.__dict__.get("_levels_cache")
         if levels is None:
-            parent = self.parent
-            reset_keys = list(parent.reset_keys) if parent is not None else ["_reset"]
             levels = tuple(
                 (
                     r,
@@ -67,14 +68,10 @@ class StepCounter(Transform):
                     replace_last(r, self.truncated_key),
                     replace_last(r, "done"),
                 )
-                for r in reset_keys
+                for r in self._env_reset_keys()
             )
             self.__dict__["_levels_cache"] = levels
         return levels
-
-    def empty_cache(self) -> None:
-        self.__dict__.pop("_levels_cache", None)
-        super().empty_cache()
 
     def _reset(
         self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase
@@ -90,13 +87,7 @@ class StepCounter(Transform):
                 count = previous.masked_fill(mask_like(reset, previous), 0)
             tensordict_reset.set(count_key, count)
             if max_steps is not None:
-                truncated = count >= max_steps
-                old = tensordict_reset.get(trunc_key, None)
-                if old is not None:
-                    truncated = truncated | old
-                tensordict_reset.set(trunc_key, truncated)
-                if self.update_done:
-                    tensordict_reset.set(done_key, done | truncated)
+                self._truncate(tensordict_reset, count >= max_steps, trunc_key, done_key, done)
         return tensordict_reset
 
     def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
@@ -111,14 +102,30 @@ class StepCounter(Transform):
             count = count + 1
             next_tensordict.set(count_key, count)
             if max_steps is not None:
-                truncated = count >= max_steps
-                old = next_tensordict.get(trunc_key, None)
-                if old is not None:
-                    truncated = truncated | old
-                next_tensordict.set(trunc_key, truncated)
-                if self.update_done:
-                    next_tensordict.set(done_key, next_tensordict.get(done_key) | truncated)
+                self._truncate(next_tensordict, count >= max_steps, trunc_key, done_key)
         return next_tensordict
+
+    def _truncate(
+        self,
+        tensordict: TensorDictBase,
+        truncated: torch.Tensor,
+        trunc_key: NestedKey,
+        done_key: NestedKey,
+        done: torch.Tensor | None = None,
+    ) -> None:
+        """ORs ``truncated`` into the truncated entry (and the done entry, with ``update_done``).
+
+        ``done`` is the done entry as read before any write (read from ``tensordict`` if not
+        given).
+        """
+        old = tensordict.get(trunc_key, None)
+        if old is not None:
+            truncated = truncated | old
+        tensordict.set(trunc_key, truncated)
+        if self.update_done:
+            if done is None:
+                done = tensordict.get(done_key)
+            tensordict.set(done_key, done | truncated)
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         raise NotImplementedError("StepCounter runs in an env only (it counts env steps)")

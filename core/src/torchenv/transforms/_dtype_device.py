@@ -9,9 +9,38 @@ from tensordict import TensorDictBase
 from tensordict.utils import NestedKey
 
 from torchenv.specs import Composite, TensorSpec
-from torchenv.transforms._base import Transform, _normalize_keys
+from torchenv.transforms._base import Transform
 
 __all__ = ["DTypeCastTransform", "DeviceCastTransform", "DoubleToFloat"]
+
+_OUTPUT_PARTS = ("full_observation_spec", "full_reward_spec", "full_done_spec")
+
+
+def _auto_keys_property(name: str, cache: str, forward: bool) -> property:
+    """An inner key list that, left unset, is found by ``_auto_keys(forward)`` and cached."""
+    attr = "_" + name
+
+    def fget(self: DTypeCastTransform) -> list[NestedKey] | None:
+        keys = self.__dict__.get(attr)
+        if keys is None:
+            keys = self._auto_keys(forward)
+            if keys is not None:
+                self.__dict__[attr] = keys
+                self.__dict__.pop(cache, None)
+        return keys
+
+    return property(fget, getattr(Transform, name).fset)
+
+
+def _outer_keys_property(name: str, inner: str) -> property:
+    """An outer key list defaulting to (a copy of) the inner one, ``[]`` while that is unknown."""
+    attr = "_" + name
+
+    def fget(self: DTypeCastTransform) -> list[NestedKey] | None:
+        keys = self.__dict__.get(attr)
+        return list(getattr(self, inner) or []) if keys is None else keys
+
+    return property(fget, getattr(Transform, name).fset)
 
 
 class DTypeCastTransform(Transform):
@@ -58,7 +87,8 @@ class DTypeCastTransform(Transform):
         super().__init__(in_keys, out_keys, in_keys_inv, out_keys_inv)
 
     # Keys left to None are found in the parent's specs (and cached) or, with no parent,
-    # mean "every entry of dtype_in".
+    # mean "every entry of dtype_in". Keys found from a previous parent are kept by
+    # empty_cache: only the cached parent is dropped.
     def _auto_keys(self, forward: bool) -> list[NestedKey] | None:
         parent = self.parent
         if parent is None:
@@ -75,57 +105,10 @@ class DTypeCastTransform(Transform):
                     keys.append(key)
         return keys
 
-    @property
-    def in_keys(self) -> list[NestedKey] | None:
-        keys = self.__dict__.get("_in_keys")
-        if keys is None:
-            keys = self._auto_keys(True)
-            if keys is not None:
-                self.__dict__["_in_keys"] = keys
-                self.__dict__.pop("_pairs", None)
-        return keys
-
-    @in_keys.setter
-    def in_keys(self, value) -> None:
-        self.__dict__["_in_keys"] = _normalize_keys(value)
-        self.__dict__.pop("_pairs", None)
-
-    @property
-    def out_keys(self) -> list[NestedKey] | None:
-        keys = self.__dict__.get("_out_keys")
-        return list(self.in_keys or []) if keys is None else keys
-
-    @out_keys.setter
-    def out_keys(self, value) -> None:
-        Transform.out_keys.fset(self, value)
-
-    @property
-    def in_keys_inv(self) -> list[NestedKey] | None:
-        keys = self.__dict__.get("_in_keys_inv")
-        if keys is None:
-            keys = self._auto_keys(False)
-            if keys is not None:
-                self.__dict__["_in_keys_inv"] = keys
-                self.__dict__.pop("_pairs_inv", None)
-        return keys
-
-    @in_keys_inv.setter
-    def in_keys_inv(self, value) -> None:
-        self.__dict__["_in_keys_inv"] = _normalize_keys(value)
-        self.__dict__.pop("_pairs_inv", None)
-
-    @property
-    def out_keys_inv(self) -> list[NestedKey] | None:
-        keys = self.__dict__.get("_out_keys_inv")
-        return list(self.in_keys_inv or []) if keys is None else keys
-
-    @out_keys_inv.setter
-    def out_keys_inv(self, value) -> None:
-        Transform.out_keys_inv.fset(self, value)
-
-    def empty_cache(self) -> None:
-        # keys found from a previous parent are forgotten only if they were automatic
-        super().empty_cache()
+    in_keys = _auto_keys_property("in_keys", "_pairs", True)
+    out_keys = _outer_keys_property("out_keys", "in_keys")
+    in_keys_inv = _auto_keys_property("in_keys_inv", "_pairs_inv", False)
+    out_keys_inv = _outer_keys_property("out_keys_inv", "in_keys_inv")
 
     @property
     def _has_inverse(self) -> bool:
@@ -172,14 +155,10 @@ class DTypeCastTransform(Transform):
         return spec.to(self.dtype_out)
 
     def transform_output_spec(self, output_spec: Composite) -> Composite:
-        for name in ("full_observation_spec", "full_reward_spec"):
-            self._map_specs(output_spec[name], self._cast_spec)
-        return output_spec
+        return self._map_output_specs(output_spec, self._cast_spec)
 
     def transform_input_spec(self, input_spec: Composite) -> Composite:
-        for name in ("full_action_spec", "full_state_spec"):
-            self._map_inv_specs(input_spec[name], self._cast_spec)
-        return input_spec
+        return self._map_input_specs(input_spec, self._cast_spec)
 
     def __repr__(self) -> str:
         return (
@@ -289,16 +268,15 @@ class DeviceCastTransform(Transform):
     def transform_output_spec(self, output_spec: Composite) -> Composite:
         if self._whole:
             return output_spec.to(self.device)
-        for name in ("full_observation_spec", "full_reward_spec", "full_done_spec"):
-            self._map_specs(output_spec[name], lambda s: s.to(self.device))
-        return output_spec
+        return self._map_output_specs(output_spec, self._to_device, _OUTPUT_PARTS)
 
     def transform_input_spec(self, input_spec: Composite) -> Composite:
         if self._whole:
             return input_spec.to(self.device)
-        for name in ("full_action_spec", "full_state_spec"):
-            self._map_inv_specs(input_spec[name], lambda s: s.to(self.device))
-        return input_spec
+        return self._map_input_specs(input_spec, self._to_device)
+
+    def _to_device(self, spec: TensorSpec) -> TensorSpec:
+        return spec.to(self.device)
 
     def __repr__(self) -> str:
         return f"DeviceCastTransform(device={self.device}, orig_device={self._orig_device})"

@@ -10,7 +10,7 @@ from tensordict.utils import NestedKey
 
 from torchenv.specs import Bounded, TensorSpec, Unbounded
 from torchenv.transforms._base import ObservationTransform, Transform
-from torchenv.transforms._utils import mask_like
+from torchenv.transforms._utils import flat_name, mask_like
 
 __all__ = ["CatFrames", "FrameSkipTransform", "NoopResetEnv", "TimeMaxPool"]
 
@@ -24,24 +24,14 @@ class _FrameBuffer(ObservationTransform):
         super().__init__(in_keys, out_keys)
         self._given_reset_key = reset_key
         self._buffers_by_key: dict[NestedKey, str] = {
-            k: "_frames_" + ("_".join(k) if isinstance(k, tuple) else k) for k in self.in_keys
+            k: "_frames_" + flat_name(k) for k in self.in_keys
         }
         for name in self._buffers_by_key.values():
             self.register_buffer(name, None)
 
     @property
     def reset_key(self) -> NestedKey:
-        if self._given_reset_key is not None:
-            return self._given_reset_key
-        parent = self.parent
-        if parent is None:
-            return "_reset"
-        keys = list(parent.reset_keys)
-        if len(keys) != 1:
-            raise RuntimeError(
-                f"{type(self).__name__}: the env has several reset keys {keys}; pass reset_key="
-            )
-        return keys[0]
+        return self._only_reset_key(self._given_reset_key)
 
     def _buffer(self, in_key: NestedKey, like: torch.Tensor) -> tuple[torch.Tensor, bool]:
         """The buffer of ``in_key`` and whether it was (re)created for ``like``'s shape."""
@@ -69,11 +59,9 @@ class _FrameBuffer(ObservationTransform):
 
     def _call(self, next_tensordict: TensorDictBase) -> TensorDictBase:
         for in_key, out_key in self._key_pairs:
-            data = next_tensordict.get(in_key, None)
+            data = self._require(next_tensordict, in_key)
             if data is None:
-                if self.missing_tolerance:
-                    continue
-                raise KeyError(f"{type(self).__name__}: entry {in_key!r} not found")
+                continue
             buffer, fresh = self._buffer(in_key, data)
             if fresh:
                 self._fill(buffer, data, None)
@@ -153,11 +141,9 @@ class CatFrames(_FrameBuffer):
         dim = self.dim
         seen = self.__dict__.setdefault("_data_shapes", {})
         for in_key, out_key in self._key_pairs:
-            data = next_tensordict.get(in_key, None)
+            data = self._require(next_tensordict, in_key)
             if data is None:
-                if self.missing_tolerance:
-                    continue
-                raise KeyError(f"CatFrames: entry {in_key!r} not found")
+                continue
             name = self._buffers_by_key[in_key]
             buffer = buffers[name]
             if buffer is None or data.shape != seen.get(in_key) or buffer.dtype != data.dtype:
@@ -210,11 +196,9 @@ class CatFrames(_FrameBuffer):
             is_start[..., 0] = True
             start = torch.where(is_start, steps, torch.zeros_like(steps)).cummax(-1).values
         for in_key, out_key in self._key_pairs:
-            data = tensordict.get(in_key, None)
+            data = self._require(tensordict, in_key)
             if data is None:
-                if self.missing_tolerance:
-                    continue
-                raise KeyError(f"CatFrames: entry {in_key!r} not found")
+                continue
             frames = []
             for k in range(self.N - 1, -1, -1):
                 idx = steps - k

@@ -53,6 +53,25 @@ class _ShapeTransform(ObservationTransform):
         return _map_spec(spec, self._op)
 
 
+class _TwoWayShapeTransform(Transform):
+    """A shape op on outputs whose inverse undoes it on inputs.
+
+    The policy writes the forward layout, so the outer action / state spec is the forward map
+    of the inner one.
+    """
+
+    def _forward_spec(self, spec: TensorSpec) -> TensorSpec:
+        return _map_spec(spec, self._apply_transform)
+
+    def transform_input_spec(self, input_spec: Composite) -> Composite:
+        return self._map_input_specs(input_spec, self._forward_spec)
+
+
+def _image_size(w: int, h: int | None) -> tuple[int, int]:
+    """``(w, h)`` as ints; ``h`` defaults to ``w`` (a square)."""
+    return int(w), int(h if h is not None else w)
+
+
 class ToTensorImage(ObservationTransform):
     """Turns ``[..., H, W, C]`` images (uint8 in ``[0, 255]``) into ``[..., C, H, W]`` floats in ``[0, 1]``.
 
@@ -135,8 +154,7 @@ class Resize(_ShapeTransform):
         out_keys: Sequence[NestedKey] | None = None,
     ) -> None:
         super().__init__(in_keys or _PIXELS, out_keys)
-        self.w = int(w)
-        self.h = int(h if h is not None else w)
+        self.w, self.h = _image_size(w, h)
         self.interpolation = interpolation
 
     def _op(self, x: torch.Tensor) -> torch.Tensor:
@@ -181,8 +199,7 @@ class Crop(_ShapeTransform):
         out_keys: Sequence[NestedKey] | None = None,
     ) -> None:
         super().__init__(in_keys or _PIXELS, out_keys)
-        self.w = int(w)
-        self.h = int(h if h is not None else w)
+        self.w, self.h = _image_size(w, h)
         self.top = int(top)
         self.left = int(left)
 
@@ -226,7 +243,7 @@ class CenterCrop(Crop):
         return (x.shape[-2] - self.w) // 2, (x.shape[-1] - self.h) // 2
 
 
-class GrayScale(ObservationTransform):
+class GrayScale(_ShapeTransform):
     """Turns ``[..., 3, H, W]`` RGB images into ``[..., 1, H, W]`` luminance images.
 
     Examples:
@@ -245,21 +262,18 @@ class GrayScale(ObservationTransform):
     ) -> None:
         super().__init__(in_keys or _PIXELS, out_keys)
 
-    def _apply_transform(self, obs: torch.Tensor) -> torch.Tensor:
-        if obs.ndim < 3 or obs.shape[-3] != 3:
+    def _op(self, x: torch.Tensor) -> torch.Tensor:
+        if x.ndim < 3 or x.shape[-3] != 3:
             raise ValueError(
-                f"GrayScale: expected [..., 3, H, W] images, got shape {tuple(obs.shape)}"
+                f"GrayScale: expected [..., 3, H, W] images, got shape {tuple(x.shape)}"
             )
-        r, g, b = obs.unbind(-3)
+        r, g, b = x.unbind(-3)
         w0, w1, w2 = self._WEIGHTS
         gray = (w0 * r + w1 * g + w2 * b).unsqueeze(-3)
-        return gray if obs.is_floating_point() else gray.to(obs.dtype)
-
-    def _transform_leaf_spec(self, spec: TensorSpec) -> TensorSpec:
-        return _map_spec(spec, self._apply_transform)
+        return gray if x.is_floating_point() else gray.to(x.dtype)
 
 
-class PermuteTransform(Transform):
+class PermuteTransform(_TwoWayShapeTransform):
     """Permutes the trailing dims of entries (the inverse permutation applies to inverse keys).
 
     Args:
@@ -305,17 +319,8 @@ class PermuteTransform(Transform):
     def _inv_apply_transform(self, state: torch.Tensor) -> torch.Tensor:
         return self._permute(state, self._inv_dims)
 
-    def _reset(self, tensordict, tensordict_reset):
-        return self._call_tolerant(tensordict_reset)
-
     def transform_observation_spec(self, observation_spec: Composite) -> Composite:
-        return self._map_specs(observation_spec, lambda s: _map_spec(s, self._apply_transform))
-
-    def transform_input_spec(self, input_spec: Composite) -> Composite:
-        for name in ("full_action_spec", "full_state_spec"):
-            # the policy writes the permuted layout: outer spec = forward map of the inner spec
-            self._map_inv_specs(input_spec[name], lambda s: _map_spec(s, self._apply_transform))
-        return input_spec
+        return self._map_specs(observation_spec, self._forward_spec)
 
     def __repr__(self) -> str:
         return f"PermuteTransform(dims={self.dims}, keys={self.in_keys})"
@@ -355,7 +360,7 @@ class FlattenObservation(_ShapeTransform):
         return f"FlattenObservation(first_dim={self.first_dim}, last_dim={self.last_dim}, keys={self.in_keys})"
 
 
-class UnsqueezeTransform(Transform):
+class UnsqueezeTransform(_TwoWayShapeTransform):
     """Inserts a dim of size one at ``dim`` (negative, from the end); squeezes it on inverse keys.
 
     Examples:
@@ -400,25 +405,8 @@ class UnsqueezeTransform(Transform):
     def _inv_apply_transform(self, state: torch.Tensor) -> torch.Tensor:
         return self._unsqueeze(state) if self._invert else self._squeeze(state)
 
-    def _reset(self, tensordict, tensordict_reset):
-        return self._call_tolerant(tensordict_reset)
-
-    def _forward_spec(self, spec: TensorSpec) -> TensorSpec:
-        return _map_spec(spec, self._apply_transform)
-
     def transform_output_spec(self, output_spec: Composite) -> Composite:
-        for name in ("full_observation_spec", "full_reward_spec"):
-            self._map_specs(output_spec[name], self._forward_spec)
-        return output_spec
-
-    def transform_input_spec(self, input_spec: Composite) -> Composite:
-        for name in ("full_action_spec", "full_state_spec"):
-            # outer spec: the inner spec with the dim the inverse removes put back
-            self._map_inv_specs(input_spec[name], lambda s: _map_spec(s, self._inv_outer))
-        return input_spec
-
-    def _inv_outer(self, x: torch.Tensor) -> torch.Tensor:
-        return self._squeeze(x) if self._invert else self._unsqueeze(x)
+        return self._map_output_specs(output_spec, self._forward_spec)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(dim={self.dim}, keys={self.in_keys}, keys_inv={self.in_keys_inv})"

@@ -70,11 +70,9 @@ class RenameTransform(Transform):
 
     def _rename(self, tensordict: TensorDictBase, pairs) -> TensorDictBase:
         for src, dst in pairs:
-            value = tensordict.get(src, None)
+            value = self._require(tensordict, src)
             if value is None:
-                if self.missing_tolerance:
-                    continue
-                raise KeyError(f"RenameTransform: entry {src!r} not found")
+                continue
             tensordict.set(dst, value)
             if not self.create_copy:
                 del tensordict[src]
@@ -88,25 +86,22 @@ class RenameTransform(Transform):
     def _inv_call(self, tensordict: TensorDictBase) -> TensorDictBase:
         return self._rename(tensordict, [(o, i) for i, o in self._key_pairs_inv])
 
-    def transform_output_spec(self, output_spec: Composite) -> Composite:
-        for in_key, out_key in self._key_pairs:
-            part = _part_holding(output_spec, _OUTPUT_PARTS, in_key)
+    def _rename_specs(self, spec: Composite, parts: Sequence[str], pairs) -> Composite:
+        """Renames, for each ``(in_key, out_key)`` pair, the spec in whichever of ``parts`` holds it."""
+        for in_key, out_key in pairs:
+            part = _part_holding(spec, parts, in_key)
             if part is None:
                 continue
             part[out_key] = part[in_key].clone()
             if not self.create_copy:
                 del part[in_key]
-        return output_spec
+        return spec
+
+    def transform_output_spec(self, output_spec: Composite) -> Composite:
+        return self._rename_specs(output_spec, _OUTPUT_PARTS, self._key_pairs)
 
     def transform_input_spec(self, input_spec: Composite) -> Composite:
-        for in_key, out_key in self._key_pairs_inv:
-            part = _part_holding(input_spec, _INPUT_PARTS, in_key)
-            if part is None:
-                continue
-            part[out_key] = part[in_key].clone()
-            if not self.create_copy:
-                del part[in_key]
-        return input_spec
+        return self._rename_specs(input_spec, _INPUT_PARTS, self._key_pairs_inv)
 
 
 class ExcludeTransform(Transform):
@@ -186,6 +181,8 @@ class SelectTransform(Transform):
         ['a', 'reward']
     """
 
+    _cache_keys = ("_kept_cache",)
+
     def __init__(
         self, *selected_keys: NestedKey, keep_rewards: bool = True, keep_dones: bool = True
     ) -> None:
@@ -211,10 +208,6 @@ class SelectTransform(Transform):
                 )
             self.__dict__["_kept_cache"] = kept
         return kept
-
-    def empty_cache(self) -> None:
-        self.__dict__.pop("_kept_cache", None)
-        super().empty_cache()
 
     def _call(self, next_tensordict: TensorDictBase) -> TensorDictBase:
         return next_tensordict.select(*self._kept(), strict=False)
@@ -281,17 +274,18 @@ class RemoveEmptySpecs(Transform):
                     del spec[key]
         return spec
 
+    @staticmethod
+    def _prune_parts(spec: Composite, parts: Sequence[str]) -> Composite:
+        for name in parts:
+            if name in spec:
+                RemoveEmptySpecs._prune(spec[name])
+        return spec
+
     def transform_output_spec(self, output_spec: Composite) -> Composite:
-        for name in _OUTPUT_PARTS:
-            if name in output_spec:
-                self._prune(output_spec[name])
-        return output_spec
+        return self._prune_parts(output_spec, _OUTPUT_PARTS)
 
     def transform_input_spec(self, input_spec: Composite) -> Composite:
-        for name in _INPUT_PARTS:
-            if name in input_spec:
-                self._prune(input_spec[name])
-        return input_spec
+        return self._prune_parts(input_spec, _INPUT_PARTS)
 
     def __repr__(self) -> str:
         return "RemoveEmptySpecs()"

@@ -10,6 +10,7 @@ from tensordict.utils import NestedKey
 
 from torchenv.specs import Bounded, Composite, TensorSpec, Unbounded
 from torchenv.transforms._base import ObservationTransform, Transform
+from torchenv.transforms._utils import flat_name
 
 __all__ = ["ObservationNorm", "VecNorm"]
 
@@ -171,9 +172,7 @@ class ObservationNorm(ObservationTransform):
         return Unbounded(shape=spec.shape, dtype=spec.dtype, device=spec.device)
 
     def transform_input_spec(self, input_spec: Composite) -> Composite:
-        for name in ("full_action_spec", "full_state_spec"):
-            self._map_inv_specs(input_spec[name], self._transform_leaf_spec)
-        return input_spec
+        return self._map_input_specs(input_spec, self._transform_leaf_spec)
 
     def __repr__(self) -> str:
         if self.initialized and self.loc.numel() == 1 and self.scale.numel() == 1:
@@ -218,9 +217,7 @@ class VecNorm(Transform):
         self.decay = decay
         self.eps = eps
         self.frozen = False
-        self._names = {
-            k: "_vn_" + ("_".join(k) if isinstance(k, tuple) else k) for k in self.in_keys
-        }
+        self._names = {k: "_vn_" + flat_name(k) for k in self.in_keys}
 
     def freeze(self) -> VecNorm:
         """Stops updating the statistics."""
@@ -301,11 +298,9 @@ class VecNorm(Transform):
 
     def _run(self, tensordict: TensorDictBase, update: bool) -> TensorDictBase:
         for in_key, out_key in self._key_pairs:
-            value = tensordict.get(in_key, None)
+            value = self._require(tensordict, in_key)
             if value is None:
-                if self.missing_tolerance:
-                    continue
-                raise KeyError(f"VecNorm: entry {in_key!r} not found")
+                continue
             tensordict.set(out_key, self._normalize(in_key, value, tensordict.batch_dims, update))
         return tensordict
 

@@ -41,6 +41,8 @@ class TensorDictPrimer(Transform):
         tensor([0., 0., 0., 0.])
     """
 
+    _cache_keys = ("_spec_cache",)
+
     def __init__(
         self,
         primers: dict | Composite | None = None,
@@ -83,13 +85,7 @@ class TensorDictPrimer(Transform):
 
     @property
     def reset_key(self) -> NestedKey:
-        if self._given_reset_key is not None:
-            return self._given_reset_key
-        parent = self.parent
-        keys = list(parent.reset_keys) if parent is not None else ["_reset"]
-        if len(keys) != 1:
-            raise RuntimeError(f"TensorDictPrimer: several reset keys {keys}; pass reset_key=")
-        return keys[0]
+        return self._only_reset_key(self._given_reset_key)
 
     def _specs(self, batch_size: torch.Size) -> Composite:
         """The primers expanded to ``batch_size`` (cached per batch size)."""
@@ -108,10 +104,6 @@ class TensorDictPrimer(Transform):
     @property
     def _keys(self) -> list[NestedKey]:
         return list(self.primers.keys(True, True))
-
-    def empty_cache(self) -> None:
-        self.__dict__.pop("_spec_cache", None)
-        super().empty_cache()
 
     def _value(self, key: NestedKey, spec: TensorSpec, shape: torch.Size) -> torch.Tensor:
         if self.random:
@@ -216,6 +208,8 @@ class InitTracker(Transform):
         [True, False, False]
     """
 
+    _cache_keys = ("_levels_cache",)
+
     def __init__(self, init_key: str = "is_init") -> None:
         if not isinstance(init_key, str):
             raise TypeError(f"InitTracker: init_key must be a string, got {init_key!r}")
@@ -225,17 +219,12 @@ class InitTracker(Transform):
     def _levels(self) -> tuple[tuple[NestedKey, NestedKey, NestedKey], ...]:
         levels = self.__dict__.get("_levels_cache")
         if levels is None:
-            parent = self.parent
-            resets = list(parent.reset_keys) if parent is not None else ["_reset"]
             levels = tuple(
-                (r, replace_last(r, self.init_key), replace_last(r, "done")) for r in resets
+                (r, replace_last(r, self.init_key), replace_last(r, "done"))
+                for r in self._env_reset_keys()
             )
             self.__dict__["_levels_cache"] = levels
         return levels
-
-    def empty_cache(self) -> None:
-        self.__dict__.pop("_levels_cache", None)
-        super().empty_cache()
 
     def _reset(
         self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase
@@ -296,9 +285,7 @@ class TrajCounter(Transform):
 
     @property
     def reset_key(self) -> NestedKey:
-        parent = self.parent
-        keys = list(parent.reset_keys) if parent is not None else ["_reset"]
-        return keys[0]
+        return self._env_reset_keys()[0]
 
     def _reset(
         self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase

@@ -11,7 +11,7 @@ from tensordict.utils import NestedKey
 
 from torchenv.specs import Binary, Bounded, Composite, TensorSpec, Unbounded
 from torchenv.transforms._base import Transform
-from torchenv.transforms._utils import mask_like, replace_last, reset_key_for
+from torchenv.transforms._utils import as_tuple, mask_like, replace_last, reset_key_for
 
 __all__ = [
     "BinarizeReward",
@@ -168,6 +168,8 @@ class RewardSum(Transform):
         True
     """
 
+    _cache_keys = ("_triples_cache",)
+
     def __init__(
         self,
         in_keys: Sequence[NestedKey] | None = None,
@@ -217,8 +219,7 @@ class RewardSum(Transform):
             if len(given) == 1:
                 given = list(given) * len(self.in_keys)
             return list(given)
-        parent = self.parent
-        env_resets = list(parent.reset_keys) if parent is not None else ["_reset"]
+        env_resets = self._env_reset_keys()
         keys = []
         for in_key in self.in_keys:
             own = reset_key_for(in_key)
@@ -231,10 +232,6 @@ class RewardSum(Transform):
             triples = tuple(zip(self.in_keys, self.out_keys, self.reset_keys))
             self.__dict__["_triples_cache"] = triples
         return triples
-
-    def empty_cache(self) -> None:
-        self.__dict__.pop("_triples_cache", None)
-        super().empty_cache()
 
     def _reset(
         self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase
@@ -283,7 +280,7 @@ class RewardSum(Transform):
                 prefix = ()
             done = tensordict.get(("next", replace_last(in_key, "done")), None)
             out = _segmented_cumsum(reward, done, time_dim)
-            tensordict.set((*prefix, *((out_key,) if isinstance(out_key, str) else out_key)), out)
+            tensordict.set((*prefix, *as_tuple(out_key)), out)
         return tensordict
 
     def _episode_specs(self) -> Composite:
@@ -299,22 +296,19 @@ class RewardSum(Transform):
             specs[out_key] = reward_spec[in_key].clone()
         return specs
 
+    def _add_episode_specs(self, spec: Composite) -> Composite:
+        for key, leaf in self._episode_specs().items():
+            spec[key] = leaf
+        return spec
+
     def transform_observation_spec(self, observation_spec: Composite) -> Composite:
-        if not self.reward_spec:
-            for key, spec in self._episode_specs().items():
-                observation_spec[key] = spec
-        return observation_spec
+        return observation_spec if self.reward_spec else self._add_episode_specs(observation_spec)
 
     def transform_reward_spec(self, reward_spec: Composite) -> Composite:
-        if self.reward_spec:
-            for key, spec in self._episode_specs().items():
-                reward_spec[key] = spec
-        return reward_spec
+        return self._add_episode_specs(reward_spec) if self.reward_spec else reward_spec
 
     def transform_state_spec(self, state_spec: Composite) -> Composite:
-        for key, spec in self._episode_specs().items():
-            state_spec[key] = spec
-        return state_spec
+        return self._add_episode_specs(state_spec)
 
 
 def _segmented_cumsum(reward: torch.Tensor, done: torch.Tensor | None, dim: int) -> torch.Tensor:

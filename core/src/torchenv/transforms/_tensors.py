@@ -37,6 +37,19 @@ def _combine_specs(
     return Unbounded(shape=shape, dtype=dtype, device=device)
 
 
+def _gather(
+    transform: Transform, tensordict: TensorDictBase, keys: Sequence[NestedKey]
+) -> list[torch.Tensor] | None:
+    """The entries ``keys`` of ``tensordict``; ``None`` if one is missing and tolerated."""
+    values = []
+    for key in keys:
+        value = transform._require(tensordict, key)
+        if value is None:
+            return None
+        values.append(value)
+    return values
+
+
 class CatTensors(Transform):
     """Concatenates entries into one along ``dim`` (and removes them, unless ``del_keys=False``).
 
@@ -99,17 +112,10 @@ class CatTensors(Transform):
         self.__dict__["_in_keys"] = _normalize_keys(value)
 
     def _gather(self, tensordict: TensorDictBase) -> list[torch.Tensor] | None:
-        values = []
-        batch_dims = tensordict.batch_dims
-        for key in self.in_keys:
-            value = tensordict.get(key, None)
-            if value is None:
-                if self.missing_tolerance:
-                    return None
-                raise KeyError(f"CatTensors: entry {key!r} not found")
-            if self.unsqueeze_if_needed and value.ndim == batch_dims:
-                value = value.unsqueeze(-1)
-            values.append(value)
+        values = _gather(self, tensordict, self.in_keys)
+        if values is not None and self.unsqueeze_if_needed:
+            batch_dims = tensordict.batch_dims
+            values = [v.unsqueeze(-1) if v.ndim == batch_dims else v for v in values]
         return values
 
     def _call(self, next_tensordict: TensorDictBase) -> TensorDictBase:
@@ -196,14 +202,9 @@ class Stack(Transform):
         return self.in_key_inv is not None
 
     def _call(self, next_tensordict: TensorDictBase) -> TensorDictBase:
-        values = []
-        for key in self.in_keys:
-            value = next_tensordict.get(key, None)
-            if value is None:
-                if self.missing_tolerance:
-                    return next_tensordict
-                raise KeyError(f"Stack: entry {key!r} not found")
-            values.append(value)
+        values = _gather(self, next_tensordict, self.in_keys)
+        if values is None:
+            return next_tensordict
         next_tensordict.set(self.out_key, torch.stack(values, self.dim))
         if self.del_keys:
             next_tensordict = next_tensordict.exclude(*self.in_keys)
@@ -307,9 +308,7 @@ class ClipTransform(Transform):
         return Bounded(low, high, shape=spec.shape, dtype=spec.dtype, device=spec.device)
 
     def transform_output_spec(self, output_spec: Composite) -> Composite:
-        for name in _OUT_PARTS:
-            self._map_specs(output_spec[name], self._leaf_spec)
-        return output_spec
+        return self._map_output_specs(output_spec, self._leaf_spec)
 
     def __repr__(self) -> str:
         return f"ClipTransform(low={self.low}, high={self.high}, keys={self.in_keys}, keys_inv={self.in_keys_inv})"
@@ -340,12 +339,11 @@ class SignTransform(Transform):
     _inv_apply_transform = _apply_transform
 
     def transform_output_spec(self, output_spec: Composite) -> Composite:
-        def leaf(spec):
-            return Bounded(-1.0, 1.0, shape=spec.shape, dtype=spec.dtype, device=spec.device)
+        return self._map_output_specs(output_spec, self._leaf_spec)
 
-        for name in _OUT_PARTS:
-            self._map_specs(output_spec[name], leaf)
-        return output_spec
+    @staticmethod
+    def _leaf_spec(spec: TensorSpec) -> TensorSpec:
+        return Bounded(-1.0, 1.0, shape=spec.shape, dtype=spec.dtype, device=spec.device)
 
 
 def _unwrap_nontensor(value: Any) -> Any:
@@ -411,16 +409,15 @@ class UnaryTransform(Transform):
             )
         return Unbounded(shape=out.shape, dtype=out.dtype, device=spec.device)
 
+    def _forward_spec(self, spec: TensorSpec) -> TensorSpec:
+        return self._spec_of(spec, self._apply_transform)
+
     def transform_output_spec(self, output_spec: Composite) -> Composite:
-        for name in _OUT_PARTS:
-            self._map_specs(output_spec[name], lambda s: self._spec_of(s, self._apply_transform))
-        return output_spec
+        return self._map_output_specs(output_spec, self._forward_spec)
 
     def transform_input_spec(self, input_spec: Composite) -> Composite:
-        for name in ("full_action_spec", "full_state_spec"):
-            # the outer spec is unknown in general: the policy writes what fn produced
-            self._map_inv_specs(input_spec[name], lambda s: self._spec_of(s, self._apply_transform))
-        return input_spec
+        # the outer spec is unknown in general: the policy writes what fn produced
+        return self._map_input_specs(input_spec, self._forward_spec)
 
 
 class Hash(UnaryTransform):

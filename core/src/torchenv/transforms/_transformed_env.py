@@ -10,6 +10,8 @@ import torch
 from tensordict import TensorDictBase
 
 from torchenv.envs import EnvBase
+from torchenv.envs._reset import save_auto_reset
+from torchenv.envs._step import _merge_sub_next, _skip_next
 from torchenv.specs import Composite
 from torchenv.transforms._base import Transform
 from torchenv.transforms._compose import Compose, _as_transform
@@ -32,6 +34,34 @@ _NO_FALLTHROUGH = frozenset(
         "_transform",
     }
 )
+
+
+# ---------------------------------------------------------------------------------------------
+# The one seam to the envs layer's private machinery. A TransformedEnv drives its base env
+# below the public API: it calls ``base._step`` / ``base._reset`` and completes their outputs
+# with the base env's step plan (``_plan.complete_output``) itself, so that the transforms run
+# between the base env and the checks of ``EnvBase.step``. Every such call goes through the
+# functions below (and the two imports above); nothing else in the transforms layer touches
+# envs internals.
+
+
+def _base_step(base: EnvBase, plan: Any, tensordict: TensorDictBase) -> TensorDictBase:
+    """``base._step(tensordict)``, completed by ``plan`` (the base env's ``_plan``)."""
+    next_tensordict = base._step(tensordict)
+    plan.complete_output(base, next_tensordict, step=True)
+    return next_tensordict
+
+
+def _complete_base_reset(base: EnvBase, tensordict_reset: TensorDictBase) -> TensorDictBase:
+    """Completes the output of the base env's reset (reshaped dones, missing done entries)."""
+    base._plan.complete_output(base, tensordict_reset, step=False)
+    return tensordict_reset
+
+
+def _saved_base_auto_reset(base: EnvBase, next_tensordict: TensorDictBase) -> Any:
+    """What an auto-resetting base env keeps of a done step for its next reset (or ``None``)."""
+    replace = base.__dict__.get("_auto_reset_replace", True)
+    return save_auto_reset(next_tensordict, base._plan, replace)
 
 
 class TransformedEnv(EnvBase):
@@ -342,8 +372,7 @@ class TransformedEnv(EnvBase):
         partial = tensordict_in.get("_step", None) if has_inverse else None
         if partial is not None:
             return self._partial_base_step(tensordict_in, partial)
-        next_tensordict = base._step(tensordict_in)
-        base_plan.complete_output(base, next_tensordict, step=True)
+        next_tensordict = _base_step(base, base_plan, tensordict_in)
         if auto_reset:
             self._save_base_auto_reset(next_tensordict)
         return transform._step(tensordict_in, next_tensordict)
@@ -354,11 +383,7 @@ class TransformedEnv(EnvBase):
         They replace the base env's ``_reset`` at the next (partial) reset, so that the
         transforms' ``_reset`` still runs on them.
         """
-        from torchenv.envs._reset import save_auto_reset
-
-        base = self._modules["base_env"]
-        replace = base.__dict__.get("_auto_reset_replace", True)
-        saved = save_auto_reset(next_tensordict, base._plan, replace)
+        saved = _saved_base_auto_reset(self._modules["base_env"], next_tensordict)
         if saved is not None:
             self.__dict__["_base_auto_reset_saved"] = saved
 
@@ -366,8 +391,6 @@ class TransformedEnv(EnvBase):
         self, tensordict_in: TensorDictBase, partial: torch.Tensor
     ) -> TensorDictBase:
         """A ``"_step"`` mask set by a transform: skip the base step (and later transforms)."""
-        from torchenv.envs._step import _merge_sub_next, _skip_next
-
         base = self.base_env
         tensordict_in = tensordict_in.exclude("_step")
         if not bool(partial.any()):
@@ -378,34 +401,36 @@ class TransformedEnv(EnvBase):
             else:
                 flat = partial.reshape(tensordict_in.batch_size)
                 sub = tensordict_in[flat]
-                next_sub = base._step(sub)
-                base._plan.complete_output(base, next_sub, step=True)
-                next_sub = self.transform._step(sub, next_sub)
+                next_sub = self.transform._step(sub, _base_step(base, base._plan, sub))
                 return _merge_sub_next(tensordict_in, next_sub, flat)
-        next_tensordict = base._step(tensordict_in)
-        base._plan.complete_output(base, next_tensordict, step=True)
+        next_tensordict = _base_step(base, base._plan, tensordict_in)
         return self.transform._step(tensordict_in, next_tensordict)
 
     def _reset(self, tensordict: TensorDictBase | None = None, **kwargs: Any) -> TensorDictBase:
-        if tensordict is not None:
-            keys = self._cached("reset_input_keys", lambda: [*self.reset_keys, *self.state_keys])
-            tensordict = tensordict.select(*keys, strict=False)
-        transform = self.transform
-        tensordict = transform._reset_env_preprocess(tensordict)
+        tensordict = self._reset_input(tensordict)
+        tensordict = self.transform._reset_env_preprocess(tensordict)
         base = self.base_env
         saved = self.__dict__.pop("_base_auto_reset_saved", None)
-        if (
-            saved is not None
-            and tensordict is not None
-            and any(k in tensordict.keys(True) for k in base.reset_keys)
-        ):
+        if saved is not None and _asks_reset(tensordict, base):
             tensordict_reset = saved  # the base env already reset itself
         else:
             tensordict_reset = base._reset(tensordict, **kwargs)
-        base._plan.complete_output(base, tensordict_reset, step=False)
+        return self._transform_reset(tensordict, _complete_base_reset(base, tensordict_reset))
+
+    def _reset_input(self, tensordict: TensorDictBase | None) -> TensorDictBase | None:
+        """The reset and state entries of the input of ``reset`` (``None`` stays ``None``)."""
+        if tensordict is None:
+            return None
+        keys = self._cached("reset_input_keys", lambda: [*self.reset_keys, *self.state_keys])
+        return tensordict.select(*keys, strict=False)
+
+    def _transform_reset(
+        self, tensordict: TensorDictBase | None, tensordict_reset: TensorDictBase
+    ) -> TensorDictBase:
+        """Runs the transforms' ``_reset`` on the (completed) base env reset output."""
         if tensordict is None:
             tensordict = tensordict_reset.empty()
-        return transform._reset(tensordict, tensordict_reset)
+        return self.transform._reset(tensordict, tensordict_reset)
 
     # ------------------------------------------------------------------ misc
     def set_seed(self, seed: int | None = None, static_seed: bool = False) -> int | None:
@@ -456,6 +481,11 @@ class TransformedEnv(EnvBase):
         return f"TransformedEnv(\n    env={env},\n    transform={transform})"
 
 
+def _asks_reset(tensordict: TensorDictBase | None, base: EnvBase) -> bool:
+    """Whether the input of ``reset`` holds one of the base env's ``"_reset"`` entries."""
+    return tensordict is not None and any(k in tensordict.keys(True) for k in base.reset_keys)
+
+
 class AutoResetEnv(TransformedEnv):
     """A ``TransformedEnv`` over an auto-resetting base env (see :class:`AutoResetTransform`).
 
@@ -464,18 +494,13 @@ class AutoResetEnv(TransformedEnv):
     """
 
     def _reset(self, tensordict: TensorDictBase | None = None, **kwargs: Any) -> TensorDictBase:
-        if tensordict is not None:
-            keys = [*self.reset_keys, *self.state_keys]
-            tensordict = tensordict.select(*keys, strict=False)
+        tensordict = self._reset_input(tensordict)
         base = self.base_env
-        if tensordict is not None and any(k in tensordict.keys(True) for k in base.reset_keys):
+        if _asks_reset(tensordict, base):
             tensordict_reset = tensordict.exclude(*base.reset_keys)
         else:
-            tensordict_reset = base._reset(tensordict, **kwargs)
-            base._plan.complete_output(base, tensordict_reset, step=False)
-        if tensordict is None:
-            tensordict = tensordict_reset.empty()
-        return self.transform._reset(tensordict, tensordict_reset)
+            tensordict_reset = _complete_base_reset(base, base._reset(tensordict, **kwargs))
+        return self._transform_reset(tensordict, tensordict_reset)
 
     def insert_transform(self, index: int, transform: Transform) -> TransformedEnv:
         raise RuntimeError("AutoResetEnv: transforms cannot be inserted (append them instead)")

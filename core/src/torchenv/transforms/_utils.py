@@ -5,7 +5,17 @@ from __future__ import annotations
 import torch
 from tensordict.utils import NestedKey
 
-__all__ = ["mask_like", "replace_last", "reset_key_for"]
+__all__ = ["as_tuple", "flat_name", "mask_like", "replace_last", "reset_key_for"]
+
+
+def as_tuple(key: NestedKey) -> tuple[str, ...]:
+    """A key as a tuple: ``"a"`` -> ``("a",)``; ``("a", "b")`` is returned as a tuple."""
+    return (key,) if isinstance(key, str) else tuple(key)
+
+
+def flat_name(key: NestedKey) -> str:
+    """A key as one identifier-like string: ``("agents", "obs")`` -> ``"agents_obs"``."""
+    return "_".join(as_tuple(key))
 
 
 def replace_last(key: NestedKey, name: str) -> NestedKey:

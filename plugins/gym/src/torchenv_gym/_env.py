@@ -42,6 +42,17 @@ _WRAPPER_KWARGS = (
 )
 
 
+class _classproperty:
+    """A read-only property computed on the class (``GymEnv.available_envs``)."""
+
+    def __init__(self, fget: Callable[[type], Any]) -> None:
+        self.fget = fget
+        self.__doc__ = fget.__doc__
+
+    def __get__(self, obj: Any, owner: type) -> Any:
+        return self.fget(owner)
+
+
 class GymWrapper(EnvBase):
     """A gym or gymnasium env (single or vectorised) as a torchenv env.
 
@@ -97,6 +108,11 @@ class GymWrapper(EnvBase):
             )
         if vector and from_pixels:
             raise NotImplementedError("from_pixels is not supported with vectorised envs yet.")
+        if vector and (frame_skip or 1) > 1:
+            raise NotImplementedError(
+                f"frame_skip={frame_skip} is not supported with vectorised envs (sub-envs end at "
+                "different steps); use torchenv's FrameSkipTransform."
+            )
         super().__init__(
             device=device,
             batch_size=batch_size,
@@ -323,15 +339,23 @@ class GymWrapper(EnvBase):
         return td
 
     # ------------------------------------------------------------------ misc
+    def read_obs(self, observation: Any) -> dict:
+        """Convert a raw observation of the simulator to a dict of tensors (TorchRL's name)."""
+        return self._read_obs(observation)
+
+    def read_action(self, action: Any) -> Any:
+        """Convert an action tensor (or TensorDict) to what ``env.step`` expects (TorchRL's name)."""
+        return self._write_action(action)
+
     def close(self, *, raise_if_closed: bool = True) -> None:
         env = self.__dict__.get("_env")
         if env is not None:
             env.close()
         super().close(raise_if_closed=raise_if_closed)
 
-    @classmethod
+    @_classproperty
     def available_envs(cls) -> list[str]:
-        """Ids of the envs registered in the current gym backend."""
+        """Ids of the envs registered in the current gym backend (a class property, as in TorchRL)."""
         return registered_ids(gym_backend())
 
     def __getattr__(self, name: str) -> Any:

@@ -9,12 +9,22 @@ __all__ = ["as_tuple", "flat_name", "mask_like", "replace_last", "reset_key_for"
 
 
 def as_tuple(key: NestedKey) -> tuple[str, ...]:
-    """A key as a tuple: ``"a"`` -> ``("a",)``; ``("a", "b")`` is returned as a tuple."""
+    """A key as a tuple of names.
+
+    Examples:
+        >>> as_tuple("reward"), as_tuple(("agents", "reward"))
+        (('reward',), ('agents', 'reward'))
+    """
     return (key,) if isinstance(key, str) else tuple(key)
 
 
 def flat_name(key: NestedKey) -> str:
-    """A key as one identifier-like string: ``("agents", "obs")`` -> ``"agents_obs"``."""
+    """A key as one identifier-like string (its names joined by ``"_"``).
+
+    Examples:
+        >>> flat_name("pixels"), flat_name(("agents", "obs"))
+        ('pixels', 'agents_obs')
+    """
     return "_".join(as_tuple(key))
 
 

@@ -21,6 +21,7 @@ from torchenv.specs._errors import SpecShapeError, SpecTypeError, SpecValueError
 from torchenv.specs._utils import (
     DeviceLike,
     batch_shape,
+    copy_if_negative_strides,
     normalize_dim,
     safe_shape,
     to_device,
@@ -255,9 +256,7 @@ class TensorSpec:
         if isinstance(val, torch.Tensor):
             out = val.to(dtype=self.dtype, device=device)
         else:
-            if isinstance(val, np.ndarray) and any(s < 0 for s in val.strides):
-                val = val.copy()
-            out = torch.as_tensor(val, dtype=self.dtype, device=device)
+            out = torch.as_tensor(copy_if_negative_strides(val), dtype=self.dtype, device=device)
         if not self._shape_ok(out.shape):
             if out.numel() == math.prod(self._sshape):
                 out = out.reshape(self._sshape)

@@ -15,7 +15,14 @@ import torch
 from torchenv.specs._base import TensorSpec, init_leaf
 from torchenv.specs._boxes import CategoricalBox
 from torchenv.specs._errors import SpecShapeError, SpecValueError
-from torchenv.specs._utils import DeviceLike, ShapeLike, batch_shape, is_float_dtype, to_size
+from torchenv.specs._utils import (
+    DeviceLike,
+    ShapeLike,
+    batch_shape,
+    copy_if_negative_strides,
+    is_float_dtype,
+    to_size,
+)
 
 
 def _sample_mask(mask: torch.Tensor, out_shape: tuple[int, ...]) -> torch.Tensor:
@@ -27,6 +34,19 @@ def _sample_mask(mask: torch.Tensor, out_shape: tuple[int, ...]) -> torch.Tensor
     if not probs.shape[0]:
         return torch.zeros(out_shape, dtype=torch.long, device=mask.device)
     return torch.multinomial(probs, 1).reshape(out_shape)
+
+
+def _masked_scores(
+    val: Any, mask: torch.Tensor | None, device: torch.device | None
+) -> torch.Tensor:
+    """``val`` as float32 scores on ``device``, with the categories ``mask`` forbids set to ``-inf``.
+
+    One-hot specs project a value by taking the argmax of these scores (per group of categories).
+    """
+    score = torch.as_tensor(val, device=device).to(torch.float32)
+    if mask is not None:
+        score = score.masked_fill(~mask.expand_as(score), -float("inf"))
+    return score
 
 
 class Categorical(TensorSpec):
@@ -276,18 +296,14 @@ class OneHot(TensorSpec):
         return f"OneHot(n={self.n}, shape={list(self.shape)}, dtype={self.dtype}{mask})"
 
     def _project(self, val: torch.Tensor) -> torch.Tensor:
-        score = torch.as_tensor(val, device=self.device).to(torch.float32)
-        if self.mask is not None:
-            score = score.masked_fill(~self.mask.expand_as(score), -float("inf"))
+        score = _masked_scores(val, self.mask, self.device)
         idx = score.argmax(-1, keepdim=True)
         return torch.zeros(score.shape, dtype=self.dtype, device=score.device).scatter_(-1, idx, 1)
 
     def encode(self, val: Any, *, ignore_device: bool = False) -> torch.Tensor:
         """One-hot encodes category indices (ints, numpy arrays or tensors)."""
         device = None if ignore_device else self.device
-        if isinstance(val, np.ndarray) and any(s < 0 for s in val.strides):
-            val = val.copy()
-        idx = torch.as_tensor(val, device=device).to(torch.long)
+        idx = torch.as_tensor(copy_if_negative_strides(val), device=device).to(torch.long)
         if idx.numel() and bool((idx < 0).any() or (idx >= self.n).any()):
             raise SpecValueError(
                 f"cannot encode {val!r} with {self._short()}: indices must be in [0, {self.n - 1}]"

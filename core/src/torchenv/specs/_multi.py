@@ -14,9 +14,16 @@ import torch
 
 from torchenv.specs._base import TensorSpec, init_leaf
 from torchenv.specs._boxes import BoxList
-from torchenv.specs._discrete import _sample_mask
+from torchenv.specs._discrete import _masked_scores, _sample_mask
 from torchenv.specs._errors import SpecShapeError, SpecValueError
-from torchenv.specs._utils import DeviceLike, ShapeLike, batch_shape, is_float_dtype, to_size
+from torchenv.specs._utils import (
+    DeviceLike,
+    ShapeLike,
+    batch_shape,
+    copy_if_negative_strides,
+    is_float_dtype,
+    to_size,
+)
 
 
 def _chunks(nvec: Sequence[int]) -> tuple[list[int], list[int]]:
@@ -268,9 +275,7 @@ class MultiOneHot(TensorSpec):
         return f"MultiOneHot(nvec={self.nvec}, shape={list(self.shape)}, dtype={self.dtype})"
 
     def _project(self, val: torch.Tensor) -> torch.Tensor:
-        score = torch.as_tensor(val, device=self.device).to(torch.float32)
-        if self.mask is not None:
-            score = score.masked_fill(~self.mask.expand_as(score), -float("inf"))
+        score = _masked_scores(val, self.mask, self.device)
         idx = torch.stack([p.argmax(-1) for p in score.split(self.nvec, -1)], -1)
         out = torch.zeros(score.shape, dtype=self.dtype, device=score.device)
         return out.scatter_(-1, idx + self._starts, 1)
@@ -290,9 +295,7 @@ class MultiOneHot(TensorSpec):
     def encode(self, val: Any, *, ignore_device: bool = False) -> torch.Tensor:
         """One-hot encodes per-variable indices (last dim: one index per variable)."""
         device = None if ignore_device else self.device
-        if isinstance(val, np.ndarray) and any(s < 0 for s in val.strides):
-            val = val.copy()
-        idx = torch.as_tensor(val, device=device).to(torch.long)
+        idx = torch.as_tensor(copy_if_negative_strides(val), device=device).to(torch.long)
         if idx.shape[-1:] != (len(self.nvec),):
             raise SpecShapeError(
                 f"cannot encode {val!r} with {self._short()}: expected {len(self.nvec)} indices"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import torch
 
 ShapeLike = int | Sequence[int] | torch.Size | None
@@ -32,6 +33,24 @@ def batch_shape(shape: Any) -> tuple[int, ...]:
     if isinstance(shape, int):
         return (shape,)
     return tuple(shape)
+
+
+def copy_if_negative_strides(val: Any) -> Any:
+    """Copies a numpy array with negative strides (``torch.as_tensor`` rejects them).
+
+    Args:
+        val: any value about to be passed to ``torch.as_tensor``.
+
+    Returns:
+        A contiguous copy of ``val`` if it is such an array, else ``val`` itself.
+
+    >>> import numpy as np
+    >>> copy_if_negative_strides(np.arange(3)[::-1]).strides[0] > 0
+    True
+    """
+    if isinstance(val, np.ndarray) and any(s < 0 for s in val.strides):
+        return val.copy()
+    return val
 
 
 def safe_shape(shape: torch.Size) -> tuple[int, ...]:

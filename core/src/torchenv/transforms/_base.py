@@ -25,6 +25,8 @@ from tensordict.nn import dispatch
 from tensordict.utils import NestedKey
 from torch import nn
 
+from torchenv.transforms._utils import replace_last
+
 if TYPE_CHECKING:  # pragma: no cover
     from torchenv.specs import Composite, TensorSpec
     from torchenv.transforms._transformed_env import TransformedEnv
@@ -446,6 +448,14 @@ class Transform(nn.Module):
         """The parent env's reset keys (``["_reset"]`` outside of an env)."""
         parent = self.parent
         return list(parent.reset_keys) if parent is not None else ["_reset"]
+
+    def _reset_levels(self, *names: str) -> tuple[tuple[NestedKey, ...], ...]:
+        """Per reset key of the parent env: ``(reset_key, *names at that key's level)``.
+
+        E.g. ``("agents", "_reset")`` with ``"done"`` gives ``(("agents", "_reset"),
+        ("agents", "done"))``.
+        """
+        return tuple((r, *(replace_last(r, n) for n in names)) for r in self._env_reset_keys())
 
     def _only_reset_key(self, given: NestedKey | None) -> NestedKey:
         """``given``, else the parent env's one reset key (``RuntimeError`` if it has several)."""

@@ -8,7 +8,7 @@ from tensordict.utils import NestedKey
 
 from torchenv.specs import Bounded, Categorical, Composite
 from torchenv.transforms._base import Transform
-from torchenv.transforms._utils import mask_like, replace_last
+from torchenv.transforms._utils import mask_like
 
 __all__ = ["StepCounter"]
 
@@ -61,15 +61,7 @@ class StepCounter(Transform):
         """``(reset, step_count, truncated, done)`` keys per done level, cached."""
         levels = self.__dict__.get("_levels_cache")
         if levels is None:
-            levels = tuple(
-                (
-                    r,
-                    replace_last(r, self.step_count_key),
-                    replace_last(r, self.truncated_key),
-                    replace_last(r, "done"),
-                )
-                for r in self._env_reset_keys()
-            )
+            levels = self._reset_levels(self.step_count_key, self.truncated_key, "done")
             self.__dict__["_levels_cache"] = levels
         return levels
 

@@ -11,7 +11,7 @@ from tensordict.utils import NestedKey
 
 from torchenv.specs import Categorical, Composite, TensorSpec, Unbounded
 from torchenv.transforms._base import Transform
-from torchenv.transforms._utils import mask_like, replace_last
+from torchenv.transforms._utils import mask_like
 
 __all__ = ["InitTracker", "TensorDictPrimer", "TrajCounter", "gSDENoise"]
 
@@ -219,10 +219,7 @@ class InitTracker(Transform):
     def _levels(self) -> tuple[tuple[NestedKey, NestedKey, NestedKey], ...]:
         levels = self.__dict__.get("_levels_cache")
         if levels is None:
-            levels = tuple(
-                (r, replace_last(r, self.init_key), replace_last(r, "done"))
-                for r in self._env_reset_keys()
-            )
+            levels = self._reset_levels(self.init_key, "done")
             self.__dict__["_levels_cache"] = levels
         return levels
 

@@ -125,9 +125,9 @@ def test_close_is_idempotent_and_leaves_nothing(noise_env_cls):
     env.close()
     assert env.is_closed
     assert _wait_gone(pids) == []
+    env.close()  # idempotent
     with pytest.raises(RuntimeError, match="already closed"):
-        env.close()
-    env.close(raise_if_closed=False)
+        env.close(raise_if_closed=True)
     gc.collect()
     assert _shm_entries() - shm_before == set()
     assert _open_shm_fds() <= fds_before

@@ -242,9 +242,10 @@ def test_close_and_is_closed():
     assert not env.is_closed
     env.close()
     assert env.is_closed
+    env.close()  # idempotent
+    assert env.is_closed
     with pytest.raises(RuntimeError, match="already closed"):
-        env.close()
-    env.close(raise_if_closed=False)
+        env.close(raise_if_closed=True)
 
 
 def test_forward_is_not_callable():

@@ -285,10 +285,10 @@ class BatchedEnvBase(EnvBase):
     def _shutdown(self) -> None:
         raise NotImplementedError
 
-    def close(self, *, raise_if_closed: bool = True) -> None:
+    def close(self, *, raise_if_closed: bool = False) -> None:
         """Close the sub-environments (stop the workers, free the buffers).
 
-        Closing a closed env raises ``RuntimeError`` unless ``raise_if_closed=False``. The
+        Idempotent: closing a closed env does nothing (``raise_if_closed=True`` raises). The
         env can be used again after ``close``: it then starts new sub-environments.
         """
         if self.is_closed and raise_if_closed:

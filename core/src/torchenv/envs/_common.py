@@ -554,8 +554,9 @@ class EnvBase(_EnvSpecs, torch.nn.Module, metaclass=_EnvMeta):
 
         return TransformedEnv(self, transform)
 
-    def close(self, *, raise_if_closed: bool = True) -> None:
-        """Closes the env; closing it twice raises unless ``raise_if_closed=False``."""
+    def close(self, *, raise_if_closed: bool = False) -> None:
+        """Closes the env. Idempotent: closing a closed env does nothing, unless
+        ``raise_if_closed=True`` asks for a ``RuntimeError``."""
         if self.is_closed and raise_if_closed:
             raise RuntimeError(f"{type(self).__name__} is already closed.")
         self.is_closed = True

@@ -412,11 +412,11 @@ class EnvConformanceTests:
             _assert_in_spec(env.full_done_spec, nxt, "fake_tensordict 'next'", check_values=False)
 
     def test_close_is_idempotent(self) -> None:
-        """``close`` then ``close(raise_if_closed=False)`` work; ``is_closed`` turns True."""
+        """``close`` twice works (the second call does nothing); ``is_closed`` turns True."""
         env = self.make_env()
         assert not env.is_closed, "a fresh env says it is closed (is_closed is True)"
         env.close()
-        env.close(raise_if_closed=False)
+        env.close()
         assert env.is_closed, "env.is_closed is False after close()"
 
 

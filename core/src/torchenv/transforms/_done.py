@@ -6,9 +6,9 @@ import torch
 from tensordict import TensorDictBase
 from tensordict.utils import NestedKey
 
-from torchenv.specs import Bounded, Categorical, Composite
+from torchenv.specs import Bounded, Composite
 from torchenv.transforms._base import Transform
-from torchenv.transforms._utils import mask_like
+from torchenv.transforms._utils import flag_spec_like, mask_like
 
 __all__ = ["StepCounter"]
 
@@ -142,10 +142,7 @@ class StepCounter(Transform):
             return done_spec
         for _, _, trunc_key, done_key in self._levels():
             if trunc_key not in done_spec.keys(True, True):
-                done = done_spec[done_key]
-                done_spec[trunc_key] = Categorical(
-                    2, shape=done.shape, dtype=torch.bool, device=done.device
-                )
+                done_spec[trunc_key] = flag_spec_like(done_spec[done_key])
         return done_spec
 
     def __repr__(self) -> str:

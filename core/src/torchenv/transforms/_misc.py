@@ -10,9 +10,9 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from tensordict.utils import NestedKey
 
-from torchenv.specs import Categorical, Composite, Unbounded
+from torchenv.specs import Composite, Unbounded
 from torchenv.transforms._base import Transform
-from torchenv.transforms._utils import mask_like
+from torchenv.transforms._utils import flag_spec_like, mask_like
 
 __all__ = [
     "AutoResetTransform",
@@ -237,10 +237,7 @@ class EndOfLifeTransform(Transform):
         raise NotImplementedError("EndOfLifeTransform runs in an env only")
 
     def transform_done_spec(self, done_spec: Composite) -> Composite:
-        done = done_spec[self.done_key]
-        done_spec[self.eol_key] = Categorical(
-            2, shape=done.shape, dtype=torch.bool, device=done.device
-        )
+        done_spec[self.eol_key] = flag_spec_like(done_spec[self.done_key])
         return done_spec
 
 

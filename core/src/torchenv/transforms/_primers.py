@@ -9,9 +9,9 @@ import torch
 from tensordict import TensorDictBase
 from tensordict.utils import NestedKey
 
-from torchenv.specs import Categorical, Composite, TensorSpec, Unbounded
+from torchenv.specs import Composite, TensorSpec, Unbounded
 from torchenv.transforms._base import Transform
-from torchenv.transforms._utils import mask_like
+from torchenv.transforms._utils import flag_spec_like, mask_like
 
 __all__ = ["InitTracker", "TensorDictPrimer", "TrajCounter", "gSDENoise"]
 
@@ -248,10 +248,7 @@ class InitTracker(Transform):
     def transform_observation_spec(self, observation_spec: Composite) -> Composite:
         done_spec = self.parent.full_done_spec
         for _, init_key, done_key in self._levels():
-            done = done_spec[done_key]
-            observation_spec[init_key] = Categorical(
-                2, shape=done.shape, dtype=torch.bool, device=done.device
-            )
+            observation_spec[init_key] = flag_spec_like(done_spec[done_key])
         return observation_spec
 
     def __repr__(self) -> str:

@@ -38,16 +38,26 @@ _NO_FALLTHROUGH = frozenset(
 
 # ---------------------------------------------------------------------------------------------
 # The one seam to the envs layer's private machinery. A TransformedEnv drives its base env
-# below the public API: it calls ``base._step`` / ``base._reset`` and completes their outputs
-# with the base env's step plan (``_plan.complete_output``) itself, so that the transforms run
-# between the base env and the checks of ``EnvBase.step``. Every such call goes through the
-# functions below (and the two imports above); nothing else in the transforms layer touches
-# envs internals.
+# below the public API: it calls the base env's ``_step`` / ``_reset`` hooks and completes their
+# outputs with the base env's step plan (``_plan.complete_output``) itself, so that the
+# transforms run between the base env and the checks of ``EnvBase.step``. The private names
+# (``_plan``, ``save_auto_reset``, ``_skip_next``, ``_merge_sub_next``) are used only in this
+# module: ``_plan`` and ``save_auto_reset`` by the functions below, the two step helpers by
+# ``TransformedEnv._partial_base_step``; no other transforms module touches envs internals.
 
 
-def _base_step(base: EnvBase, plan: Any, tensordict: TensorDictBase) -> TensorDictBase:
-    """``base._step(tensordict)``, completed by ``plan`` (the base env's ``_plan``)."""
+def _base_plan(base: EnvBase) -> Any:
+    """The base env's step plan (what completes its raw ``_step`` / ``_reset`` outputs)."""
+    return base._plan
+
+
+def _base_step(
+    base: EnvBase, tensordict: TensorDictBase, plan: Any | None = None
+) -> TensorDictBase:
+    """``base._step(tensordict)``, completed by ``plan`` (default: the base env's plan)."""
     next_tensordict = base._step(tensordict)
+    if plan is None:
+        plan = base._plan
     plan.complete_output(base, next_tensordict, step=True)
     return next_tensordict
 
@@ -358,7 +368,7 @@ class TransformedEnv(EnvBase):
         if hot is None:
             base = self._modules["base_env"]
             transform = self._modules["_transform"]
-            hot = (transform._has_inverse, base, base._plan, transform, base.auto_reset)
+            hot = (transform._has_inverse, base, _base_plan(base), transform, base.auto_reset)
             if self.__dict__["_is_spec_locked"] and base.spec_locked:
                 self.__dict__["_hot"] = hot
         return hot
@@ -372,7 +382,7 @@ class TransformedEnv(EnvBase):
         partial = tensordict_in.get("_step", None) if has_inverse else None
         if partial is not None:
             return self._partial_base_step(tensordict_in, partial)
-        next_tensordict = _base_step(base, base_plan, tensordict_in)
+        next_tensordict = _base_step(base, tensordict_in, base_plan)
         if auto_reset:
             self._save_base_auto_reset(next_tensordict)
         return transform._step(tensordict_in, next_tensordict)
@@ -394,16 +404,16 @@ class TransformedEnv(EnvBase):
         base = self.base_env
         tensordict_in = tensordict_in.exclude("_step")
         if not bool(partial.any()):
-            return _skip_next(self, tensordict_in)
+            return _skip_next(self, tensordict_in)  # envs' private "nothing stepped" output
         if not bool(partial.all()):
             if base.batch_locked:
                 tensordict_in.set("_step", partial)
             else:
                 flat = partial.reshape(tensordict_in.batch_size)
                 sub = tensordict_in[flat]
-                next_sub = self.transform._step(sub, _base_step(base, base._plan, sub))
+                next_sub = self.transform._step(sub, _base_step(base, sub))
                 return _merge_sub_next(tensordict_in, next_sub, flat)
-        next_tensordict = _base_step(base, base._plan, tensordict_in)
+        next_tensordict = _base_step(base, tensordict_in)
         return self.transform._step(tensordict_in, next_tensordict)
 
     def _reset(self, tensordict: TensorDictBase | None = None, **kwargs: Any) -> TensorDictBase:
@@ -464,7 +474,7 @@ class TransformedEnv(EnvBase):
         """Whether transforms skip (``True``) or raise on (``False``) missing in_keys."""
         self.transform.set_missing_tolerance(mode)
 
-    def close(self, *, raise_if_closed: bool = True) -> None:
+    def close(self, *, raise_if_closed: bool = False) -> None:
         self.base_env.close(raise_if_closed=raise_if_closed)
         self.transform.close()
         self.is_closed = True

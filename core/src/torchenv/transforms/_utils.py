@@ -5,7 +5,9 @@ from __future__ import annotations
 import torch
 from tensordict.utils import NestedKey
 
-__all__ = ["as_tuple", "flat_name", "mask_like", "replace_last", "reset_key_for"]
+from torchenv.specs import Categorical, TensorSpec
+
+__all__ = ["as_tuple", "flag_spec_like", "flat_name", "mask_like", "replace_last", "reset_key_for"]
 
 
 def as_tuple(key: NestedKey) -> tuple[str, ...]:
@@ -54,3 +56,14 @@ def mask_like(mask: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
             f"{tuple(value.shape)}"
         )
     return mask.reshape(mask.shape + (1,) * (value.ndim - mask.ndim)).expand_as(value)
+
+
+def flag_spec_like(done_spec: TensorSpec) -> Categorical:
+    """The spec of a boolean flag shaped and placed like ``done_spec`` (e.g. a done entry).
+
+    Examples:
+        >>> from torchenv.specs import Categorical
+        >>> flag_spec_like(Categorical(2, shape=(1,), dtype=torch.bool)).shape
+        torch.Size([1])
+    """
+    return Categorical(2, shape=done_spec.shape, dtype=torch.bool, device=done_spec.device)

@@ -347,7 +347,7 @@ class GymWrapper(EnvBase):
         """Convert an action tensor (or TensorDict) to what ``env.step`` expects (TorchRL's name)."""
         return self._write_action(action)
 
-    def close(self, *, raise_if_closed: bool = True) -> None:
+    def close(self, *, raise_if_closed: bool = False) -> None:
         env = self.__dict__.get("_env")
         if env is not None:
             env.close()

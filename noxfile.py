@@ -82,6 +82,8 @@ def _torchrl_python(session: nox.Session) -> str:
         str(ROOT / "constraints-torchrl.txt"),
         "torchrl==0.14.1",
         "gymnasium",
+        "mujoco>=3",  # HalfCheetah in bench_gym.py
+        "imageio",
         external=True,
     )
     return str(python)

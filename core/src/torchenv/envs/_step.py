@@ -78,6 +78,8 @@ class _StepPlan:
         root = self.done_groups[0] if self.done_groups else None
         # "simple" done: a single root level with done (+ terminated / truncated)
         self.simple_done = len(self.done_groups) == 1 and root.prefix == () and "done" in root.names
+        # a single root "_reset" beside the root done entries: partial resets take the fast path
+        self.root_reset = self.simple_done and self.reset_keys == ["_reset"]
         # Fast paths for batch-locked envs with flat (string) keys and static shapes:
         # (key, shape, dtype) triples checked with plain dict lookups; anything unusual
         # falls back to the general code, which also builds the error messages.

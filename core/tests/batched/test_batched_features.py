@@ -193,6 +193,9 @@ def test_bad_arguments(noise_env_cls):
         SerialEnv(2, noise_env_cls, [{}, {}, {}])
     with pytest.raises(TypeError, match="callable"):
         SerialEnv(2, [noise_env_cls, 3])
+    # an env instance is callable (an nn.Module) but is not a constructor
+    with pytest.raises(TypeError, match=r"env instance \(CartPoleEnv\).*lambda: CartPoleEnv"):
+        ParallelEnv(2, CartPoleEnv())
     with pytest.raises(ValueError, match="share_individual_td=False"):
         SerialEnv(
             2,

@@ -176,3 +176,104 @@ def test_partial_reset_without_done_in_input_warns_and_keeps_done():
         env.reset(data)
     # the non-reset element keeps the env's done value instead of a zero pad
     assert data["done"].squeeze(-1).tolist() == [False, True]
+
+
+# ----------------------------------------------------------------------------- root "_reset" fast path
+def _reset_both_ways(make_env, make_td):
+    """Resets the same data through the fast root-"_reset" path and through the general one."""
+    results = []
+    for fast in (True, False):
+        torch.manual_seed(0)
+        env = make_env()
+        td = make_td(env)
+        env._plan.root_reset = fast
+        try:
+            results.append(env.reset(td))
+        except RuntimeError as err:
+            results.append(str(err))
+    return results
+
+
+def _assert_same(fast, general):
+    if isinstance(general, str):
+        assert fast == general
+        return
+    assert fast.batch_size == general.batch_size
+    assert set(fast.keys(True, True)) == set(general.keys(True, True))
+    for key in general.keys(True, True):
+        assert fast[key].dtype == general[key].dtype, key
+        assert torch.equal(fast[key], general[key]), key
+
+
+@pytest.mark.parametrize(
+    "mask",
+    [
+        [[True], [False], [True], [False], [False]],
+        [[True]] * 5,
+        [[False]] * 5,
+        [True, False, False, True, True],  # batch-shaped mask
+        None,
+    ],
+)
+@pytest.mark.parametrize("extra", ["none", "extra_in_input", "obs_missing", "other_shape"])
+def test_root_reset_fast_path_matches_general_path(mask, extra):
+    def make_env():
+        env = CounterEnv(batch_size=(5,), max_count=3)
+        env.reset()
+        for _ in range(2):
+            env.rand_step(env.reset())
+        return env
+
+    def make_td(env):
+        td = env._step_mdp(env.rand_step(env.reset()))
+        td["observation"] = torch.arange(5.0).unsqueeze(-1) + 10
+        if mask is not None:
+            td["_reset"] = torch.tensor(mask)
+        if extra == "extra_in_input":
+            td["hidden"] = torch.ones(5, 2, 3, dtype=torch.int32)
+        elif extra == "obs_missing":
+            del td["observation"]
+        elif extra == "other_shape":
+            td["observation"] = torch.zeros(5, 2)
+        return td
+
+    assert make_env()._plan.root_reset
+    _assert_same(*_reset_both_ways(make_env, make_td))
+
+
+@pytest.mark.parametrize("allow", [True, False])
+def test_root_reset_fast_path_done_after_reset(allow):
+    def make_env():
+        env = CounterEnv(batch_size=(3,), max_count=1, allow_done_after_reset=allow)
+        return env
+
+    def make_td(env):
+        env.count = torch.ones(3, 1)  # every sub-env done, and done again right after a reset
+        env.max_count = 0 if allow else 1
+        td = TensorDict(
+            {
+                "observation": torch.ones(3, 1),
+                "done": torch.ones(3, 1, dtype=torch.bool),
+                "terminated": torch.ones(3, 1, dtype=torch.bool),
+                "_reset": torch.tensor([[True], [False], [True]]),
+            },
+            [3],
+        )
+        return td
+
+    fast, general = _reset_both_ways(make_env, make_td)
+    _assert_same(fast, general)
+    if allow:
+        assert fast["done"].all()
+    else:
+        assert fast["observation"].squeeze(-1).tolist() == [0.0, 1.0, 0.0]
+
+
+def test_root_reset_fast_path_done_after_reset_raises():
+    env = CounterEnv(batch_size=(2,), max_count=1)
+    td = env._step_mdp(env.rand_step(env.reset()))
+    env.max_count = 0
+    td["_reset"] = torch.tensor([[True], [False]])
+    assert env._plan.root_reset
+    with pytest.raises(RuntimeError, match="selected by '_reset'"):
+        env.reset(td)

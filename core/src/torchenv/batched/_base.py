@@ -133,6 +133,12 @@ class BatchedEnvBase(EnvBase):
             raise TypeError("create_env_fn is required (a callable or a list of callables).")
         fns = _as_list(create_env_fn, num_workers, "create_env_fn")
         for i, fn in enumerate(fns):
+            if isinstance(fn, EnvBase):
+                name = type(fn).__name__
+                raise TypeError(
+                    f"create_env_fn[{i}] is an env instance ({name}), not a constructor: each "
+                    f"worker builds its own env, so pass e.g. `lambda: {name}(...)` instead."
+                )
             if not callable(fn):
                 raise TypeError(f"create_env_fn[{i}] must be callable; got {type(fn).__name__}.")
         kwargs = _as_list(create_env_kwargs or {}, num_workers, "create_env_kwargs")

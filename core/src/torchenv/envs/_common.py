@@ -13,6 +13,7 @@ from tensordict.utils import NestedKey
 
 from torchenv.envs._reset import (
     check_done_after_reset,
+    merge_root_reset,
     save_auto_reset,
     strip_reset_entries,
     update_during_reset,
@@ -306,7 +307,7 @@ class EnvBase(_EnvSpecs, torch.nn.Module, metaclass=_EnvMeta):
         else:
             td_in = tensordict
             if select_reset_only and tensordict is not None:
-                td_in = tensordict.select(*plan.reset_keys, strict=False)
+                td_in = _select_reset(tensordict, plan)
             out = self._reset(td_in, **kwargs)
             if tensordict is not None and out is tensordict:
                 raise RuntimeError(
@@ -323,10 +324,15 @@ class EnvBase(_EnvSpecs, torch.nn.Module, metaclass=_EnvMeta):
         plan.complete_output(self, out, step=False)
         if self.__dict__["_run_type_checks"]:
             self._check_observations(out)
-        check_done_after_reset(self, tensordict, out)
         if tensordict is None:
+            check_done_after_reset(self, None, out)
             strip_reset_entries(out, plan.reset_keys)
             return out
+        if plan.root_reset:
+            merged = merge_root_reset(self, tensordict, out, plan.done_groups[0].names)
+            if merged is not None:
+                return merged
+        check_done_after_reset(self, tensordict, out)
         return update_during_reset(out, tensordict, plan.reset_keys)
 
     def any_done(self, tensordict: TensorDictBase) -> bool:
@@ -583,6 +589,19 @@ def _merge_missing(dst: TensorDictBase, src: TensorDictBase) -> None:
     for key in src.keys(True, True):
         if _get_nested(dst, key) is None:
             dst.set(key, src.get(key))
+
+
+def _select_reset(tensordict: TensorDictBase, plan: _StepPlan) -> TensorDictBase:
+    """``tensordict.select(*reset_keys, strict=False)``, cheaply for a root ``"_reset"``."""
+    if plan.root_reset and type(tensordict) is TensorDict:
+        mask = tensordict._tensordict.get("_reset")
+        return TensorDict._new_unsafe(
+            {} if mask is None else {"_reset": mask},
+            batch_size=tensordict.batch_size,
+            device=tensordict.device,
+            nested=False,
+        )
+    return tensordict.select(*plan.reset_keys, strict=False)
 
 
 def _has_any(td: TensorDictBase, keys: list[NestedKey]) -> bool:

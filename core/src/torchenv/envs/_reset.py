@@ -154,6 +154,83 @@ def _masked_merge(
         node.set(key, torch.where(aligned, new, old))
 
 
+# ----------------------------------------------------------------------------- fast path
+def merge_root_reset(
+    env, tensordict: TensorDictBase, out: TensorDictBase, names: list[str]
+) -> TensorDictBase | None:
+    """``check_done_after_reset`` + ``update_during_reset`` for envs with one root ``"_reset"``.
+
+    Covers plain TensorDicts whose entries are all tensors, with a boolean ``"_reset"`` of
+    shape ``batch`` or ``(*batch, 1)``: one ``torch.where`` per entry with a mask view per
+    rank, no key traversal. ``names`` are the root done entries. Returns ``None``, with
+    nothing modified, when the case is not covered (or a done entry is set after the reset,
+    which the general path reports): the caller then takes the general path.
+    """
+    if type(tensordict) is not TensorDict or type(out) is not TensorDict or tensordict.is_locked:
+        return None
+    batch = tensordict.batch_size
+    if out.batch_size != batch:
+        return None
+    dst = tensordict._tensordict
+    src = out._tensordict
+    tensor = torch.Tensor
+    for value in dst.values():
+        if type(value) is not tensor:
+            return None
+    for value in src.values():
+        if type(value) is not tensor:
+            return None
+    for name in names:
+        if name in src and name not in dst:
+            return None  # the general path keeps the env's value there (and may warn)
+    mask = dst.get("_reset")
+    nb = len(batch)
+    if mask is not None:
+        mshape = mask.shape
+        if mask.dtype is not torch.bool or mshape[:nb] != batch or mshape[nb:] not in ((), (1,)):
+            return None
+    if not env._allow_done_after_reset:
+        for name in names:
+            value = src.get(name)
+            if value is not None and _any(value):
+                return None
+    src.pop("_reset", None)
+    if mask is None or _all(mask):
+        dst.pop("_reset", None)
+        dst.update(src)
+        return tensordict
+    del dst["_reset"]
+    flat = mask.reshape(batch)
+    views: dict[tuple, torch.Tensor] = {}
+
+    def aligned(like: torch.Tensor) -> torch.Tensor:
+        key = (like.ndim, like.device)
+        view = views.get(key)
+        if view is None:
+            view = flat.to(like.device).reshape(*batch, *((1,) * (like.ndim - nb)))
+            views[key] = view
+        return view
+
+    for key, new in src.items():
+        old = dst.get(key)
+        if old is None:
+            dst[key] = torch.where(aligned(new), new, torch.zeros_like(new))
+        elif old.shape != new.shape:
+            dst[key] = new
+        else:
+            dst[key] = torch.where(aligned(new), new, old)
+    for key, old in dst.items():
+        if key not in src:  # entries the reset does not produce: zeros where reset
+            dst[key] = torch.where(aligned(old), torch.zeros_like(old), old)
+    return tensordict
+
+
+def _all(value: torch.Tensor) -> bool:
+    if value.numel() == 1:
+        return bool(value.item())
+    return bool(value.all())
+
+
 # ----------------------------------------------------------------------------- auto-resetting envs
 def save_auto_reset(next_td: TensorDictBase, plan, replace: bool) -> TensorDictBase | None:
     """For an env that resets itself: keeps the observations that start the next episode.

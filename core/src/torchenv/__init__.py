@@ -35,6 +35,7 @@ _EXPORTS: dict[str, str] = {
             "Binary",
             "NonTensor",
             "Composite",
+            "Stacked",
             "StackedComposite",
         )
     },

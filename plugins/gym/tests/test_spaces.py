@@ -178,3 +178,26 @@ def test_vector_batch_reader_and_writer():
     action = torch.nn.functional.one_hot(torch.tensor([0, 3, 1]), 4)
     assert write(action).tolist() == [0, 3, 1]
     assert LIB.__name__ in ("gym", "gymnasium")
+
+
+@pytest.mark.parametrize("dtype", [torch.bool, torch.uint8, torch.int64])
+@pytest.mark.parametrize("start", [0, 3])
+def test_vector_two_action_writer_is_argmax(dtype, start):
+    # Discrete(2) in a vector env: a comparison stands in for argmax; same result on any input
+    disc = spaces.Discrete(2, start=start)
+    spec = gym_space_to_spec(disc, batch_size=(6,)).to(dtype)
+    write = make_writer(disc, spec, (6,))
+    rows = [[0, 1], [1, 0], [0, 0], [1, 1], [2, 1], [1, 2]]
+    action = torch.tensor(rows).to(dtype)
+    written = write(action)
+    expected = action.to(torch.int64).numpy().argmax(-1) + start
+    assert written.dtype == expected.dtype
+    assert written.tolist() == expected.tolist()
+
+
+@pytest.mark.parametrize("start", [0, 2])
+def test_vector_categorical_writer(start):
+    disc = spaces.Discrete(3, start=start)
+    spec = gym_space_to_spec(disc, batch_size=(4,), categorical_action_encoding=True)
+    write = make_writer(disc, spec, (4,))
+    assert write(torch.tensor([0, 2, 1, 0])).tolist() == [start, start + 2, start + 1, start]

@@ -176,9 +176,9 @@ def test_seeded_full_resets_are_reproducible():
 
 def test_vector_infos_flow_with_specs():
     env = GymEnv("ToyDict-v0", num_envs=2).auto_register_info_dict()
-    assert env.observation_spec["t"].shape == (2, 1)
+    assert env.observation_spec["t"].shape == (2,)  # a scalar info per env, as in TorchRL
     td = env.rollout(3, break_when_any_done=False)
-    assert td["next", "t"].shape == (2, 3, 1)
+    assert td["next", "t"].shape == (2, 3)
     env.close()
 
 

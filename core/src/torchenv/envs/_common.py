@@ -467,21 +467,39 @@ class EnvBase(_EnvSpecs, torch.nn.Module, metaclass=_EnvMeta):
         cache = self.__dict__["_cache"]
         tensordict_ = (cache.get("step_mdp") or self._step_mdp)(tensordict)
         if (cache.get("plan") or self._plan).simple_done and type(tensordict_) is TensorDict:
-            # fast exit when nothing is done (the common case)
+            # one look at the root done: fast exit when nothing is done (the common case)
             done = tensordict_._tensordict.get("done")
-            if done is not None and not (done.item() if done.numel() == 1 else done.any()):
-                return tensordict, tensordict_
+            if done is not None:
+                if not (done.item() if done.numel() == 1 else done.any()):
+                    return tensordict, tensordict_
+                cls = type(self)
+                if cls.maybe_reset is EnvBase.maybe_reset and cls.any_done is EnvBase.any_done:
+                    # what maybe_reset does, without looking at done again
+                    tensordict_._set_str("_reset", done.clone(), validated=True, inplace=False)
+                    return tensordict, self.reset(tensordict_, select_reset_only=True)
         return tensordict, self.maybe_reset(tensordict_)
 
     # ------------------------------------------------------------------ random actions, seeds
     def rand_action(self, tensordict: TensorDictBase | None = None) -> TensorDictBase:
         """Writes a random action (sampled from the action spec) into ``tensordict``."""
+        plan = self.__dict__["_cache"].get("plan") or self._plan
+        fast = plan.rand_fast
+        if (
+            fast is not None
+            and type(tensordict) is TensorDict
+            and tensordict.batch_size == plan.batch_size
+            and tensordict.device in (None, plan.device)
+        ):
+            # flat keys, batch-locked, same batch and device: write the samples unvalidated
+            for key, rand in fast:
+                tensordict._set_str(key, rand(), validated=True, inplace=False)
+            return tensordict
         shape = torch.Size(())
         if not self.batch_locked and not self.batch_size and tensordict is not None:
             shape = tensordict.batch_size
         if tensordict is None:
             return self.full_action_spec.rand(shape)
-        actions = self._plan.actions
+        actions = plan.actions
         if not all(leaf.is_str for leaf in actions):
             # nested keys: the Composite builds the sub-tensordicts with their own batch dims
             return tensordict.update(self.full_action_spec.rand(shape))

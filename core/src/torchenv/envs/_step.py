@@ -88,8 +88,13 @@ class _StepPlan:
         )
         self.fast_actions = None
         self.fast_outputs = None
+        self.rand_fast = None
+        self.device = env.device
         if self.batch_locked and flat_static:
             self.fast_actions = tuple((x.key, x.shape, x.dtype) for x in self.actions)
+            if all(tuple(x.spec.shape[: self.nb]) == tuple(self.batch_size) for x in self.actions):
+                # (key, spec.rand) of every action: rand_action's fast path
+                self.rand_fast = tuple((x.key, x.spec.rand) for x in self.actions)
             if all(not g.prefix for g in self.done_groups):
                 outputs = [(x.key, x.shape) for x in self.rewards]
                 for group in self.done_groups:

@@ -125,6 +125,15 @@ def make_writer(space: Any, spec: TensorSpec, batch: tuple[int, ...] = ()) -> Wr
         start = _start(space)
         if type(spec).__name__ == "OneHot":
             if batch:
+                if spec.shape[-1] == 2 and not spec.dtype.is_floating_point:
+                    # argmax of two integer entries: one comparison (argmax is slow on short rows)
+                    def write_two_hot(a: torch.Tensor) -> np.ndarray:
+                        array = _np(a)
+                        index = (array[..., 1] > array[..., 0]).astype(np.intp)
+                        return index + start if start_nonzero else index
+
+                    start_nonzero = not (isinstance(start, int) and start == 0)
+                    return write_two_hot
                 if isinstance(start, int) and start == 0:
                     return lambda a: _np(a).argmax(-1)
                 return lambda a: _np(a).argmax(-1) + start
@@ -137,7 +146,9 @@ def make_writer(space: Any, spec: TensorSpec, batch: tuple[int, ...] = ()) -> Wr
 
             return write_one_hot
         if batch:
-            return lambda a: a.detach().cpu().numpy().reshape(batch) + start
+            if isinstance(start, int) and start == 0:
+                return lambda a: _np(a).reshape(batch)
+            return lambda a: _np(a).reshape(batch) + start
         return lambda a: int(a) + start
     if kind == "MultiDiscrete":
         start = _start(space)

@@ -287,7 +287,7 @@ class GymWrapper(EnvBase):
         if self._to_device:  # arrays come from the simulator on the cpu
             return TensorDict(out, batch_size=self._bs).to(self.device, non_blocking=True)
         if self._flat_obs:
-            return TensorDict._new_unsafe(out, batch_size=self._bs, device=self._cpu)
+            return TensorDict._new_unsafe(out, batch_size=self._bs, device=self._cpu, nested=False)
         return TensorDict(out, batch_size=self._bs, device=self._cpu)
 
     def _reset(self, tensordict: TensorDictBase | None = None, **kwargs: Any) -> TensorDictBase:
@@ -329,7 +329,9 @@ class GymWrapper(EnvBase):
         out = self._read_obs(obs)
         out["reward"] = torch.from_numpy(np.array([reward], dtype=np.float32))
         # one small array, three views: fewer allocations than three arrays
-        flags = np.array([[terminated or truncated], [terminated], [truncated]], dtype=bool)
+        flags = np.zeros((3, 1), dtype=bool)
+        if terminated or truncated:
+            flags[:, 0] = (True, terminated, truncated)
         out["done"] = torch.from_numpy(flags[0])
         out["terminated"] = torch.from_numpy(flags[1])
         out["truncated"] = torch.from_numpy(flags[2])
@@ -365,7 +367,14 @@ class GymWrapper(EnvBase):
             env = self.__dict__.get("_env")
             if env is None or name.startswith("__"):
                 raise
-            return getattr(env, name)
+            try:
+                return getattr(env, name)
+            except AttributeError:
+                # gymnasium>=1.0 wrappers forward no attributes: ask the wrapper chain
+                get_wrapper_attr = getattr(env, "get_wrapper_attr", None)
+                if get_wrapper_attr is None:
+                    raise
+                return get_wrapper_attr(name)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(env={self._env}, batch_size={self.batch_size}, device={self.device})"

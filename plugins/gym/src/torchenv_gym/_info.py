@@ -43,7 +43,7 @@ def _infer_spec(value: Any, batch: tuple[int, ...]) -> TensorSpec | None:
     array = np.asarray(value)
     if array.dtype == object or array.dtype.kind not in "biuf":
         return None
-    shape = array.shape[len(batch) :] or (1,)
+    shape = array.shape[len(batch) :]  # a scalar info stays a scalar per env, as in TorchRL
     dtype = numpy_to_torch_dtype(array.dtype)
     if dtype == torch.bool:
         return Categorical(2, shape=shape, dtype=torch.bool)
@@ -68,7 +68,7 @@ class default_info_dict_reader(BaseInfoDictReader):
     >>> reader = default_info_dict_reader(["x"])
     >>> td = reader({"x": 3.0}, TensorDict({}, []))
     >>> td["x"]
-    tensor([3.], dtype=torch.float64)
+    tensor(3., dtype=torch.float64)
     """
 
     def __init__(

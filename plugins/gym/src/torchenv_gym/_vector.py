@@ -28,8 +28,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
-from tensordict import TensorDictBase
+from tensordict import TensorDict, TensorDictBase
 
+from torchenv_gym._codec import _np
 from torchenv_gym._versions import (
     AUTORESET_DISABLED,
     AUTORESET_NEXT_STEP,
@@ -88,16 +89,21 @@ class VectorAdapter:
         self.ended = np.zeros(self.num_envs, dtype=bool)
         shape = (self.num_envs, 1)
         self._shape = shape
+        # gymnasium's own SyncVectorEnv (not a wrapper of it): its sub-envs can be reset directly
+        self.sync = type(self.env).__name__ == "SyncVectorEnv" and hasattr(self.env, "envs")
 
     # ------------------------------------------------------------------ reset
     def reset(self, tensordict: TensorDictBase | None, kwargs: dict) -> TensorDictBase:
         w = self.wrapper
         mask = None
         if tensordict is not None:
-            reset = tensordict.get("_reset", None)
+            if type(tensordict) is TensorDict:
+                reset = tensordict._tensordict.get("_reset")
+            else:
+                reset = tensordict.get("_reset", None)
             if reset is not None:
-                mask = reset.reshape(self.num_envs).cpu().numpy()
-                if mask.all() or self.last_obs is None:
+                mask = _np(reset).reshape(self.num_envs)
+                if self.last_obs is None or mask.all():
                     mask = None
         seed = kwargs.pop("seed", None)
         if seed is None and w._next_seed is not None:  # (nn.Module setattr is slow)
@@ -111,8 +117,13 @@ class VectorAdapter:
         elif not mask.any():
             obs = self.last_obs
         elif self.mode == AUTORESET_DISABLED:
-            options = dict(options or {}) | {"reset_mask": mask}
-            obs, info = w._api.reset_env(self.env, seed, options)
+            if self.sync and seed is None and not options and not w.info_dict_reader:
+                # what SyncVectorEnv.reset(options={"reset_mask": mask}) does, but in O(resets)
+                # rather than a loop over every sub-env, a concatenation and a deep copy
+                obs = self._reset_sub_envs(self.last_obs, mask)
+            else:
+                options = dict(options or {}) | {"reset_mask": mask}
+                obs, info = w._api.reset_env(self.env, seed, options)
             self.ended = self.ended & ~mask  # never in place: shared with outputs
         else:
             obs, todo = self.last_obs, mask
@@ -120,15 +131,17 @@ class VectorAdapter:
                 # gymnasium already reset the envs that ended: use their first observation
                 obs = _where(mask & self.ended, self.next_obs, obs)
                 todo = mask & ~self.ended
-            if todo.any():
+                if todo.any():
+                    obs = self._reset_sub_envs(obs, todo)
+            else:  # mask.any() was checked above
                 obs = self._reset_sub_envs(obs, todo)
             self.ended = self.ended & ~mask  # never in place: shared with outputs
         self.last_obs = obs
         out = w._read_obs(obs)
-        n = self._shape
-        out["done"] = torch.zeros(n, dtype=torch.bool)
-        out["terminated"] = torch.zeros(n, dtype=torch.bool)
-        out["truncated"] = torch.zeros(n, dtype=torch.bool)
+        flags = np.zeros((3, *self._shape), dtype=bool)  # one allocation, three views
+        out["done"] = torch.from_numpy(flags[0])
+        out["terminated"] = torch.from_numpy(flags[1])
+        out["truncated"] = torch.from_numpy(flags[2])
         td = w._make_td(out)
         if w.info_dict_reader:
             td = w._read_info(info or {}, td)
@@ -145,12 +158,22 @@ class VectorAdapter:
                 f"(sub-envs {np.flatnonzero(todo & ~self.ended).tolist()}; autoreset "
                 f"{self.mode}). Reset all envs, or use vectorization_mode='sync'."
             )
-        pending = getattr(self.env, "_autoreset_envs", None)  # gymnasium 1.x next-step flags
+        env = self.env
+        pending = getattr(env, "_autoreset_envs", None)  # gymnasium 1.x next-step flags
         rows = {}
         for i in np.flatnonzero(todo).tolist():
             rows[i], _ = self.api.reset_env(subs[i], None, None)
             if pending is not None:
                 pending[i] = False
+        if self.sync:  # keep SyncVectorEnv's own records as its masked reset does
+            for name in ("_terminations", "_truncations"):
+                flags = getattr(env, name, None)
+                if isinstance(flags, np.ndarray):
+                    flags[todo] = False
+            env_obs = getattr(env, "_env_obs", None)
+            if isinstance(env_obs, list):
+                for i, row in rows.items():
+                    env_obs[i] = row
         return _put_rows(obs, rows)
 
     # ------------------------------------------------------------------ step
@@ -158,6 +181,8 @@ class VectorAdapter:
         w = self.wrapper
         if w._action_is_td:
             action = w._write_action(tensordict)
+        elif type(tensordict) is TensorDict:
+            action = w._write_action(tensordict._tensordict[w._action_key])
         else:
             action = w._write_action(tensordict.get(w._action_key))
         obs, reward, terminated, truncated, info = self.env.step(action)

@@ -202,6 +202,7 @@ class BatchedEnvBase(EnvBase):
                 "and memmap=False cannot both be given (or pass use_buffers=False)."
             )
         d["_use_buffers"] = bool(use_buffers)
+        d["_all_workers"] = range(num_workers)
         d["_groups"] = self._make_groups(metas) if use_buffers else None
 
     # ------------------------------------------------------------------ construction
@@ -541,19 +542,28 @@ class BatchedEnvBase(EnvBase):
         Returns ``(tensordict, tensordict_)`` like :meth:`EnvBase.step_and_maybe_reset`; the
         reset happens in the sub-environments, so no second round trip is needed.
         """
-        if not self._use_buffers or "_step" in tensordict.keys():  # noqa: SIM118
+        d = self.__dict__
+        plain = type(tensordict) is TensorDict
+        keys = tensordict._tensordict if plain else tensordict.keys()
+        if not d["_use_buffers"] or "_step" in keys:
             return super().step_and_maybe_reset(tensordict)
-        self._ensure_started()
-        if tensordict.batch_size != self.batch_size:
+        if not d["_started"]:
+            self.start()
+        batch_size = d["_batch_size"]
+        if tensordict.batch_size != batch_size:
             self._check_batch(tensordict, self._plan)
-        with torch.no_grad():
-            self._groups["in"].write(tensordict)
-        written = self._dispatch(W.OP_STEP_AND_MAYBE_RESET, range(self.num_workers))
-        nxt = self._snapshot("next")
+        groups = d["_groups"]
+        if torch.is_grad_enabled():
+            with torch.no_grad():
+                groups["in"].write(tensordict)
+        else:
+            groups["in"].write(tensordict)
+        written = self._dispatch(W.OP_STEP_AND_MAYBE_RESET, d["_all_workers"])
+        nxt = groups["next"].snapshot(batch_size, d["_worker_batch"])
         root = self._root_after_step(nxt, tensordict, written)
-        if self.__dict__["_needs_cast"]:
+        if d["_needs_cast"]:
             nxt, root = self._cast(nxt), self._cast(root)
-        if type(tensordict) is TensorDict and tensordict.device == nxt.device:
+        if plain and tensordict.device == nxt.device:
             tensordict._set_str("next", nxt, validated=True, inplace=False)
         else:
             tensordict.set("next", nxt)
@@ -571,18 +581,35 @@ class BatchedEnvBase(EnvBase):
         if not group.dense:
             return self._snapshot("root")
         plan = self._cached("batched_root_plan", self._root_plan)
-        idx = torch.as_tensor(written, dtype=torch.long) if written else None
+        masks = self._row_masks(written) if written else None
         pairs = []
         for key, from_next, block in plan:
             value = from_next(nxt) if from_next is not None else None
             if value is None:  # a state entry: carried from the input
                 value = tensordict.get(key, None)
-                value = block.clone() if value is None else value
-            if idx is not None:
-                value = value.clone()
-                value[idx] = block[idx]
+                if value is None:
+                    value = block if masks is not None else block.clone()
+            if masks is not None:  # one fused op per key: a new tensor, rows picked by mask
+                value = torch.where(masks[block.ndim], block, value)
             pairs.append((key, value))
-        return build_td(pairs, self.batch_size)
+        return build_td(pairs, self.__dict__["_batch_size"])
+
+    def _row_masks(self, workers: list[int]) -> dict[int, torch.Tensor]:
+        """``{ndim: bool mask}`` selecting the rows of ``workers``, shaped to broadcast over a
+        block of that many dims. Cached per set of workers (measured: building the mask and
+        indexing with it cost more than the ``torch.where`` it feeds)."""
+        cache = self.__dict__.setdefault("_mask_cache", {})
+        key = tuple(workers)
+        masks = cache.get(key)
+        if masks is None:
+            if len(cache) > 256:
+                cache.clear()
+            n = self.num_workers
+            flat = torch.zeros(n, dtype=torch.bool)
+            flat[list(workers)] = True
+            ndims = {block.ndim for _, block in self._groups["root"].blocks}
+            masks = cache[key] = {nd: flat.reshape(n, *([1] * (nd - 1))) for nd in ndims}
+        return masks
 
     def _root_plan(self) -> list:
         next_keys = set(self._groups["next"].keys)

@@ -200,14 +200,14 @@ def merge_root_reset(
         dst.update(src)
         return tensordict
     del dst["_reset"]
-    flat = mask.reshape(batch)
-    views: dict[tuple, torch.Tensor] = {}
+    # the mask viewed for each (rank, device) met, e.g. (*batch, 1) for (*batch, n) entries
+    views: dict[tuple, torch.Tensor] = {(mask.ndim, mask.device): mask} if mshape[nb:] else {}
 
     def aligned(like: torch.Tensor) -> torch.Tensor:
         key = (like.ndim, like.device)
         view = views.get(key)
         if view is None:
-            view = flat.to(like.device).reshape(*batch, *((1,) * (like.ndim - nb)))
+            view = mask.to(like.device).reshape(*batch, *((1,) * (like.ndim - nb)))
             views[key] = view
         return view
 
@@ -221,7 +221,7 @@ def merge_root_reset(
             dst[key] = torch.where(aligned(new), new, old)
     for key, old in dst.items():
         if key not in src:  # entries the reset does not produce: zeros where reset
-            dst[key] = torch.where(aligned(old), torch.zeros_like(old), old)
+            dst[key] = old.masked_fill(aligned(old), 0)
     return tensordict
 
 

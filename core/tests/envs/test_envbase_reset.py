@@ -277,3 +277,25 @@ def test_root_reset_fast_path_done_after_reset_raises():
     assert env._plan.root_reset
     with pytest.raises(RuntimeError, match="selected by '_reset'"):
         env.reset(td)
+
+
+def test_root_reset_fast_path_reset_returning_input_memory():
+    # an env that resets its observation buffer in place and hands it back: the fast path sees
+    # the same memory on both sides and keeps it, with the values the general path computes
+    class InPlaceEnv(CounterEnv):
+        def _reset(self, tensordict=None, **kwargs):
+            out = super()._reset(tensordict, **kwargs)
+            if tensordict is not None and "observation" in tensordict:
+                buffer = tensordict["observation"]
+                buffer.copy_(out["observation"])
+                out["observation"] = buffer
+            return out
+
+    def make_td(env):
+        td = env._step_mdp(env.rand_step(env.reset()))
+        td["_reset"] = torch.tensor([[True], [False], [True]])
+        return td
+
+    fast, general = _reset_both_ways(lambda: InPlaceEnv(batch_size=(3,), max_count=5), make_td)
+    _assert_same(fast, general)
+    assert fast["observation"].squeeze(-1).tolist() == [0.0, 1.0, 0.0]

@@ -320,7 +320,11 @@ class BatchedEnvBase(EnvBase):
             current.update(new)
 
     def _dispatch(
-        self, op: int, workers: Sequence[int], args: Sequence[Any] | None = None, reply=False
+        self,
+        op: int,
+        workers: Sequence[int],
+        args: Sequence[Any] | None = None,
+        reply: bool = False,
     ) -> list | None:
         raise NotImplementedError
 
@@ -402,19 +406,28 @@ class BatchedEnvBase(EnvBase):
 
     # ------------------------------------------------------------------ step
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
-        self._ensure_started()
-        partial = tensordict.get("_step", None)
+        d = self.__dict__
+        if not d["_started"]:
+            self.start()
+        if type(tensordict) is TensorDict:
+            partial = tensordict._tensordict.get("_step")
+        else:
+            partial = tensordict.get("_step", None)
         n = self.num_workers
-        workers = range(n) if partial is None else self._workers_of(partial)
-        if not self._use_buffers:
+        workers = d["_all_workers"] if partial is None else self._workers_of(partial)
+        if not d["_use_buffers"]:
             return self._cast(self._step_no_buffers(tensordict, workers, partial))
-        with torch.no_grad():
-            self._groups["in"].write(tensordict, workers)
+        groups = d["_groups"]
+        if torch.is_grad_enabled():
+            with torch.no_grad():
+                groups["in"].write(tensordict, workers)
+        else:
+            groups["in"].write(tensordict, workers)
         self._dispatch(W.OP_STEP, workers)
-        out = self._snapshot("next")
+        out = groups["next"].snapshot(d["_batch_size"], d["_worker_batch"])
         if partial is not None and len(workers) < n:
             out = self._fill_skipped(out, tensordict, workers)
-        return self._cast(out)
+        return self._cast(out) if d["_needs_cast"] else out
 
     def _fill_skipped(
         self, out: TensorDictBase, tensordict: TensorDictBase, workers: list[int]
@@ -580,7 +593,12 @@ class BatchedEnvBase(EnvBase):
         group = self._groups["root"]
         if not group.dense:
             return self._snapshot("root")
-        plan = self._cached("batched_root_plan", self._root_plan)
+        plan, flat, names = self._cached("batched_root_plan", self._root_plan)
+        if names is not None and not written and type(nxt) is TensorDict:
+            # the common case: every root entry is a step output, no reset: share them
+            data = nxt._tensordict
+            root = {name: data[name] for name in names}
+            return TensorDict._new_unsafe(root, self.__dict__["_batch_size"], nested=False)
         masks = self._row_masks(written) if written else None
         pairs = []
         for key, from_next, block in plan:
@@ -592,7 +610,7 @@ class BatchedEnvBase(EnvBase):
             if masks is not None:  # one fused op per key: a new tensor, rows picked by mask
                 value = torch.where(masks[block.ndim], block, value)
             pairs.append((key, value))
-        return build_td(pairs, self.__dict__["_batch_size"])
+        return build_td(pairs, self.__dict__["_batch_size"], flat=flat)
 
     def _row_masks(self, workers: list[int]) -> dict[int, torch.Tensor]:
         """``{ndim: bool mask}`` selecting the rows of ``workers``, shaped to broadcast over a
@@ -611,12 +629,13 @@ class BatchedEnvBase(EnvBase):
             masks = cache[key] = {nd: flat.reshape(n, *([1] * (nd - 1))) for nd in ndims}
         return masks
 
-    def _root_plan(self) -> list:
+    def _root_plan(self) -> tuple[list, bool]:
         next_keys = set(self._groups["next"].keys)
-        return [
-            (key, getter(key) if key in next_keys else None, block)
-            for key, block in self._groups["root"].blocks
-        ]
+        blocks = self._groups["root"].blocks
+        plan = [(key, getter(key) if key in next_keys else None, block) for key, block in blocks]
+        flat = all(len(key) == 1 for key, _ in blocks)
+        from_next = flat and all(key in next_keys for key, _ in blocks)
+        return plan, flat, [key[0] for key, _ in blocks] if from_next else None
 
     def _extra_root_keys(self, tensordict: TensorDictBase) -> list:
         """Root keys that are not env entries (a policy's hidden state...): carried over."""

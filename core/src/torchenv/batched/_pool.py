@@ -20,9 +20,12 @@ Spinning is ruinous once processes outnumber cores; pipes pay for framing and fo
 ``poll`` that timeouts need; semaphores (futexes underneath) are the fastest at 4 workers,
 accept a timeout at no extra cost and need no file descriptor. So: one ``go`` and one ``done``
 semaphore per worker, opcodes and statuses in shared memory, and a pipe per worker only for
-commands that carry arguments or return values. The parent waits on ``done`` in slices of
-``_SLICE`` seconds and checks between slices that the worker is alive: a worker killed by
-SIGKILL is reported within one slice. End to end (``ParallelEnv(2, GymEnv("CartPole-v1"))``,
+commands that carry arguments or return values. Data commands (step, reset,
+step_and_maybe_reset) end with a count-down instead of ``done`` (see
+:mod:`torchenv.batched._worker`): the last worker to finish wakes the parent, once, where
+waiting on each ``done`` in turn woke it 1.4 (2 workers) to 1.9 (4 workers) times per command.
+The parent waits in slices of ``_SLICE`` seconds and checks between slices that the workers are
+alive: a worker killed by SIGKILL is reported within one slice. End to end (``ParallelEnv(2, GymEnv("CartPole-v1"))``,
 ``step_and_maybe_reset`` loop) the parent spends ~13 us releasing and ~17 us acquiring per
 batched step, against ~45 us copying the outputs out and ~45 us in ``rand_action``.
 
@@ -86,6 +89,7 @@ class _State:
         self.procs: list = []
         self.gos: list = []
         self.dones: list = []
+        self.shared_sems: list = []
         self.conns: list = []
         self.ctl: memoryview | None = None
         self.buffer: FlatBuffer | None = None
@@ -113,6 +117,7 @@ def _shutdown(state: _State, finalizer_ref: list) -> None:
         with contextlib.suppress(ValueError):
             proc.close()
     state.procs, state.gos, state.dones, state.conns = [], [], [], []
+    state.shared_sems = []
     if state.ctl is not None:
         state.ctl.release()
     state.ctl = None
@@ -175,6 +180,9 @@ class WorkerPool:
         _LIVE_POOLS.add(finalizer)
         self._finalizer = finalizer
 
+        # data commands: the workers count down on ``left``; the last one releases ``all_done``
+        left, all_done = ctx.Semaphore(0), ctx.Semaphore(0)
+        state.shared_sems = [left, all_done]  # kept: spawned workers open them by name
         parent_pid = os.getpid()
         try:
             for i in range(self.num_workers):
@@ -191,7 +199,7 @@ class WorkerPool:
                         groups,
                         ctl_offset,
                         go,
-                        done,
+                        (done, left, all_done),
                         child_conn,
                         parent_pid,
                         num_sub_threads,
@@ -215,6 +223,8 @@ class WorkerPool:
         self.procs = state.procs
         self._gos = [go.release for go in state.gos]
         self._dones = [done.acquire for done in state.dones]
+        self._count_down = left.release
+        self._all_done = all_done.acquire
         self.conns = state.conns
 
     @property
@@ -245,6 +255,14 @@ class WorkerPool:
         """
         if self.broken is not None:
             raise RuntimeError(f"this ParallelEnv can no longer be used: {self.broken}")
+        if not reply:
+            if op not in W.COUNTED_OPS:  # pragma: no cover - internal misuse
+                raise RuntimeError(f"{W.op_name(op)} answers on its pipe: pass reply=True")
+            if not len(workers):
+                return []
+            count_down = self._count_down
+            for _ in range(len(workers) - 1):  # set before any worker can finish
+                count_down()
         ctl, gos = self.ctl, self._gos
         for i in workers:
             ctl[2 * i] = op
@@ -264,10 +282,12 @@ class WorkerPool:
     def _collect(self, op: int, workers: Sequence[int], reply: bool) -> list:
         ctl, dones = self.ctl, self._dones
         if not reply:
+            # one wake-up, by the last worker to finish (waiting on each worker's ``done`` woke
+            # this process 1.4 (2 workers) to 1.9 (4 workers) times per command, measured)
+            if not self._all_done(True, _SLICE):
+                self._wait_all_slow(op, workers)
             flagged, failed = [], None
             for i in workers:
-                if not dones[i](True, _SLICE):
-                    self._wait_slow(i, op)
                 status = ctl[2 * i + 1]
                 if status:
                     if status == W.STATUS_ERROR:
@@ -313,6 +333,13 @@ class WorkerPool:
             while not conn.poll(_SLICE):
                 self._check_alive(i, op, start)
         return conn.recv()
+
+    def _wait_all_slow(self, op: int, workers: Sequence[int]) -> None:
+        start = time.monotonic()
+        acquire = self._all_done
+        while not acquire(True, _SLICE):
+            for i in workers:
+                self._check_alive(i, op, start)
 
     def _wait_slow(self, i: int, op: int) -> None:
         start = time.monotonic()

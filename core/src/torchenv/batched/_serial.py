@@ -73,7 +73,11 @@ class SerialEnv(BatchedEnvBase):
         return [r.env for r in self.__dict__["_runners"]]
 
     def _dispatch(
-        self, op: int, workers: Sequence[int], args: Sequence[Any] | None = None, reply=False
+        self,
+        op: int,
+        workers: Sequence[int],
+        args: Sequence[Any] | None = None,
+        reply: bool = False,
     ) -> list | None:
         runners = self.__dict__["_runners"]
         out, flagged = [], []

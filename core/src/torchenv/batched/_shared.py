@@ -84,14 +84,20 @@ def getter(key: Key):
 
 
 def build_td(
-    pairs: Sequence[tuple[Key, torch.Tensor]], batch_size: torch.Size, device: Any = None
+    pairs: Sequence[tuple[Key, torch.Tensor]],
+    batch_size: torch.Size,
+    device: Any = None,
+    flat: bool | None = None,
 ) -> TensorDict:
     """A TensorDict from ``(key tuple, tensor)`` pairs, without re-validating shapes.
 
     The pairs come from buffers laid out from validated specs, so the checks a public
-    ``TensorDict(...)`` call makes have been made already.
+    ``TensorDict(...)`` call makes have been made already. ``flat`` says that no key is nested
+    (``None``: find out).
     """
-    if all(len(key) == 1 for key, _ in pairs):  # no nesting: hand the dict over as it is
+    if flat is None:
+        flat = all(len(key) == 1 for key, _ in pairs)
+    if flat:  # no nesting: hand the dict over as it is
         flat = {key[0]: value for key, value in pairs}
         return TensorDict._new_unsafe(flat, batch_size, device=device, nested=False)
     root: dict = {}

@@ -9,13 +9,16 @@ Both batched envs therefore run the same code for a step, a reset and a
 Protocol of a worker (all objects created by the parent before the process starts):
 
 * ``go`` (a semaphore) wakes the worker; the opcode is read from the shared control block.
-* Data commands (step, reset, step_and_maybe_reset) read their input from the ``"in"`` rows and
-  write the ``"next"``/``"root"`` rows, then set the status slot and release ``done``.
-* Commands with arguments (reset kwargs, seeding, attribute access, method calls) receive their
-  arguments on the worker's pipe; replies that carry a value come back on the pipe, before
-  ``done`` is released.
+* Data commands (step, reset, step_and_maybe_reset; :data:`COUNTED_OPS`) read their input from
+  the ``"in"`` rows and write the ``"next"``/``"root"`` rows, then set the status slot and count
+  down: each worker takes one unit from the shared ``left`` semaphore (the parent put one fewer
+  than the number of workers commanded); the one that finds it empty is the last and releases
+  the shared ``all_done``, so the parent is woken once per command.
+* Other commands (seeding, attribute access, method calls; reset kwargs too) receive their
+  arguments on the worker's pipe; replies come back on the pipe, then the worker's own ``done``
+  is released.
 * An exception sets status ``ERROR`` and sends ``(type name, message, traceback text)`` on the
-  pipe (bounded in size, so the send never blocks) before ``done`` is released.
+  pipe (bounded in size, so the send never blocks) before the worker signals its end.
 * The worker ignores SIGINT (the parent handles Ctrl-C and closes it), and exits by itself when
   its parent process disappears (checked every second while idle).
 
@@ -51,6 +54,9 @@ OP_CLOSE = 7
 OP_STEP_NO_BUFFERS = 8
 OP_RESET_NO_BUFFERS = 9
 OP_SMR_NO_BUFFERS = 10
+
+# commands without a reply: the workers signal their end by counting down (see ``_pool``)
+COUNTED_OPS = frozenset({OP_STEP, OP_STEP_AND_MAYBE_RESET, OP_RESET})
 
 # status (control block slot ``2 * index + 1``)
 STATUS_OK = 0
@@ -139,6 +145,9 @@ class EnvRunner:
             self._in = groups["in"].rows[index]
             # a step's input: actions and states, without the "_reset" flags
             self._step_in = [(k, v) for k, v in self._in if k[-1] != "_reset"]
+            # no nested key: the input TensorDict is made from this dict of views at each step
+            flat = all(len(k) == 1 for k, _ in self._step_in)
+            self._step_in_flat = {k[0]: v for k, v in self._step_in} if flat else None
             self._next = groups["next"].writers[index]
             self._root = groups["root"].writers[index]
             root_rows = groups["root"].rows[index]
@@ -150,7 +159,11 @@ class EnvRunner:
 
     # ------------------------------------------------------------------ with buffers
     def _input(self) -> TensorDictBase:
-        td = build_td(self._step_in, self.batch_size)
+        flat = self._step_in_flat
+        if flat is not None:
+            td = TensorDict._new_unsafe(flat, self.batch_size, nested=False)
+        else:
+            td = build_td(self._step_in, self.batch_size, flat=False)
         device = self.device
         if device is not None and device.type != "cpu":
             td = td.to(device)
@@ -275,7 +288,7 @@ def worker_main(
     groups: dict | None,
     ctl_offset: int,
     go: Any,
-    done: Any,
+    signals: tuple,
     conn: Any,
     parent_pid: int,
     num_threads: int | None,
@@ -302,6 +315,15 @@ def worker_main(
     except BaseException as err:  # reported at the first command
         init_error = describe_exception(err)
 
+    done, left, all_done = signals
+
+    def finish(op: int) -> None:
+        if op in COUNTED_OPS:
+            if not left.acquire(False):  # the last of the workers sent this command
+                all_done.release()
+        else:
+            done.release()
+
     send = conn.send
     recv = conn.recv
     first_ppid = os.getppid()  # the env's process, or the forkserver started by it
@@ -322,7 +344,7 @@ def worker_main(
             if init_error is not None:
                 send(("error", init_error))
                 ctl[status_slot] = STATUS_ERROR
-                done.release()
+                finish(op)
                 continue
             status = STATUS_OK
             if op == OP_STEP_AND_MAYBE_RESET:
@@ -358,6 +380,6 @@ def worker_main(
             ctl[status_slot] = STATUS_ERROR
             with contextlib.suppress(BaseException):
                 send(("error", describe_exception(err)))
-        done.release()
+        finish(op)
     with contextlib.suppress(OSError):
         conn.close()

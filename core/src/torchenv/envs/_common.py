@@ -403,12 +403,15 @@ class EnvBase(_EnvSpecs, torch.nn.Module, metaclass=_EnvMeta):
             )
         if next_td is tensordict:
             raise RuntimeError(f"{type(self).__name__}._step must return a new tensordict.")
-        if next_td.batch_size != tensordict.batch_size and not next_td.batch_dims:
+        batch_size = tensordict.batch_size
+        same_batch = next_td.batch_size == batch_size
+        if not same_batch and not next_td.batch_dims:
             # a _step that built its output without a batch size: adopt the input's
-            next_td.batch_size = tensordict.batch_size
+            next_td.batch_size = batch_size
+            same_batch = True
         if not plan.outputs_ok(next_td):
             plan.complete_output(self, next_td, step=True)
-        if d["_run_type_checks"]:
+        if type_checks:
             self._check_observations(next_td)
         if d["_auto_reset"]:
             self._auto_reset_step(next_td, plan)
@@ -418,7 +421,7 @@ class EnvBase(_EnvSpecs, torch.nn.Module, metaclass=_EnvMeta):
             preset = tensordict._get_str("next", None)
         if preset is not None:
             _merge_missing(next_td, preset)
-        if next_td.batch_size == tensordict.batch_size and next_td.device == tensordict.device:
+        if same_batch and next_td.device == tensordict.device:
             tensordict._set_str("next", next_td, validated=True, inplace=False)
         else:
             tensordict.set("next", next_td)
@@ -597,11 +600,17 @@ def _merge_missing(dst: TensorDictBase, src: TensorDictBase) -> None:
     """Copies into ``dst`` the entries of ``src`` that ``dst`` lacks (nested levels merged)."""
     if type(dst) is TensorDict and type(src) is TensorDict:
         target = dst._tensordict
+        tensor = torch.Tensor
         for key, value in src._tensordict.items():
             current = target.get(key)
             if current is None:
                 dst._set_str(key, value, validated=False, inplace=False)
-            elif isinstance(current, TensorDictBase) and isinstance(value, TensorDictBase):
+            elif (
+                type(current) is not tensor
+                and type(value) is not tensor
+                and isinstance(current, TensorDictBase)
+                and isinstance(value, TensorDictBase)
+            ):
                 _merge_missing(current, value)
         return
     for key in src.keys(True, True):

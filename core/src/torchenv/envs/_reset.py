@@ -217,12 +217,24 @@ def merge_root_reset(
             dst[key] = torch.where(aligned(new), new, torch.zeros_like(new))
         elif old.shape != new.shape:
             dst[key] = new
+        elif new is old or _same_memory(new, old):
+            continue  # the env handed back the very data of the input: nothing to merge
         else:
             dst[key] = torch.where(aligned(new), new, old)
     for key, old in dst.items():
         if key not in src:  # entries the reset does not produce: zeros where reset
             dst[key] = old.masked_fill(aligned(old), 0)
     return tensordict
+
+
+def _same_memory(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether two tensors of one shape view the same memory the same way (same values)."""
+    return (
+        a.data_ptr() == b.data_ptr()
+        and a.dtype == b.dtype
+        and a.stride() == b.stride()
+        and a.device == b.device
+    )
 
 
 def _all(value: torch.Tensor) -> bool:

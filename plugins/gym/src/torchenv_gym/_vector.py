@@ -5,7 +5,9 @@ finished envs with a ``"_reset"`` mask. gymnasium vector envs reset finished env
 a convention that depends on the version and the env:
 
 * **disabled** (gymnasium >= 1.1, the default for ``"sync"``/``"async"`` here): nothing is reset
-  automatically; a partial reset is ``env.reset(options={"reset_mask": mask})``. Exact.
+  automatically; a partial reset is ``env.reset(options={"reset_mask": mask})``. Exact. For
+  gymnasium's own ``SyncVectorEnv`` the adapter resets the masked sub-envs itself, as that call
+  would, without its loop over every sub-env and its copy of every observation.
 * **same-step** (gymnasium 0.29, or envs that declare it): the step that ends an episode already
   returns the first observation of the next one, and the last one in ``info["final_obs"]``
   (``"final_observation"`` before 1.0). The adapter swaps the last observation back in and keeps the

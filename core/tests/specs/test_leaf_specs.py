@@ -255,6 +255,36 @@ class TestOneHot:
         values = torch.arange(6.0).reshape(3, 2)
         assert spec.index(torch.tensor([False, True, False]), values).tolist() == [2.0, 3.0]
 
+    @pytest.mark.parametrize("dtype", [torch.bool, torch.long, torch.float32, torch.bfloat16])
+    @pytest.mark.parametrize("batch", [(), (7,), (2, 3)])
+    def test_rand_draws_the_categories_of_torch_randint(self, dtype, batch):
+        # the one-hot rows follow torch.randint's draws: same seed, same samples, any dtype
+        spec = OneHot(5, dtype=dtype)
+        torch.manual_seed(3)
+        out = spec.rand(batch)
+        torch.manual_seed(3)
+        expected = torch.randint(0, 5, batch)
+        assert out.shape == (*batch, 5) and out.dtype == dtype
+        assert spec.is_in(out.reshape(-1, 5)[0])
+        assert torch.equal(out.to(torch.long).argmax(-1), expected)
+        assert bool((out.to(torch.long).sum(-1) == 1).all())
+
+    def test_rand_samples_are_independent_tensors(self):
+        # writing into a sample changes neither the next samples nor the spec's lookup table
+        spec = OneHot(3, dtype=torch.long)
+        for batch in [(), (4,)]:
+            first = spec.rand(batch)
+            first.fill_(7)
+            again = spec.rand(batch)
+            assert bool((again.sum(-1) == 1).all())
+            assert torch.equal(spec._eye, torch.eye(3, dtype=torch.long))
+
+    def test_rand_follows_dtype_changes(self):
+        spec = OneHot(3)
+        spec.dtype = torch.long  # assigned directly: the cached rows are rebuilt
+        assert spec.rand().dtype == torch.long
+        assert spec.rand((2,)).dtype == torch.long
+
 
 class TestBinary:
     def test_defaults(self):

@@ -6,6 +6,7 @@ allowed values, ``is_in`` rejects masked ones and ``project`` replaces them.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -254,15 +255,25 @@ class OneHot(TensorSpec):
         if self._eye.dtype != self.dtype or self._eye.device != self.device:
             self._refresh()  # dtype/device were assigned directly
         if self.mask is not None:
-            idx = _sample_mask(self.mask, full[:-1])
-        elif len(full) == 1:
-            return self._eye[int(torch.randint(0, self.n, ()))].clone()
-        else:
-            idx = torch.randint(0, self.n, full[:-1], device=self.device)
-        return self._eye[idx]
+            return self._eye[_sample_mask(self.mask, full[:-1])]
+        rows = self.__dict__.get("_rows")
+        if len(full) == 1:
+            i = torch.randint(0, self.n, ()).item()
+            return self._eye[i].clone() if rows is None else torch.from_numpy(rows[i].copy())
+        idx = torch.randint(0, self.n, full[:-1], device=self.device)
+        if rows is None:
+            return self._eye[idx]
+        # numpy's take copies small rows much faster than torch's advanced indexing
+        return torch.from_numpy(rows.take(idx.numpy(), axis=0))
 
     def _refresh(self) -> None:
         self._eye = torch.eye(self.n, dtype=self.dtype, device=self.device)
+        # the same rows as a numpy array (cpu dtypes numpy has) for rand's fast path
+        self._rows = None
+        if self._eye.device.type == "cpu":
+            # (a dtype numpy lacks, such as bfloat16, keeps torch indexing)
+            with contextlib.suppress(TypeError):
+                self._rows = self._eye.numpy()
 
     def is_in(self, val: Any) -> bool:
         if not self._layout_ok(val):

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
 import timeit
 import warnings
 from collections.abc import Callable
+
+from _torchrl_side import torchrl_results
 
 BUDGET_S = 0.1  # time spent per measurement
 
@@ -74,25 +74,6 @@ def run(impl: str) -> dict[str, float]:
     return {name: _time(fn) for name, fn in cases.items()}
 
 
-def _torchrl_results() -> dict[str, float] | None:
-    python = os.environ.get("TORCHENV_BENCH_TORCHRL_PYTHON")
-    if not python or not os.path.exists(python):
-        print(
-            "TorchRL side skipped: set TORCHENV_BENCH_TORCHRL_PYTHON to a python with torchrl installed."
-        )
-        return None
-    proc = subprocess.run(
-        [python, os.path.abspath(__file__), "--impl", "torchrl", "--json"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if proc.returncode:
-        print(f"TorchRL side failed:\n{proc.stderr[-2000:]}")
-        return None
-    return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--impl", choices=["torchenv", "torchrl"], default="torchenv")
@@ -102,7 +83,7 @@ def main() -> None:
         print(json.dumps(run(args.impl)))
         return
     ours = run("torchenv")
-    theirs = _torchrl_results()
+    theirs = torchrl_results(__file__)
     print(f"{'case':34s} {'torchenv µs':>12s} {'torchrl µs':>12s} {'speedup':>8s}")
     for name, t in ours.items():
         if theirs and name in theirs:

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
 import time
 import warnings
+
+from _torchrl_side import torchrl_results
 
 STEPS = 300
 REPEATS = 10
@@ -123,25 +123,6 @@ def run(impl: str) -> dict[str, float | str]:
     }
 
 
-def _torchrl_results() -> dict | None:
-    python = os.environ.get("TORCHENV_BENCH_TORCHRL_PYTHON")
-    if not python or not os.path.exists(python):
-        print(
-            "TorchRL side skipped: set TORCHENV_BENCH_TORCHRL_PYTHON to a python with torchrl installed."
-        )
-        return None
-    proc = subprocess.run(
-        [python, os.path.abspath(__file__), "--impl", "torchrl", "--json"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if proc.returncode:
-        print(f"TorchRL side failed:\n{proc.stderr[-2000:]}")
-        return None
-    return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--impl", choices=["torchenv", "torchrl"], default="torchenv")
@@ -151,7 +132,7 @@ def main() -> None:
         print(json.dumps(run(args.impl)))
         return
     ours = run("torchenv")
-    theirs = _torchrl_results()
+    theirs = torchrl_results(__file__)
     print(
         "stack: StepCounter, RewardSum, ObservationNorm, DoubleToFloat, CatFrames(N=4); per step_and_maybe_reset"
     )

@@ -1,17 +1,5 @@
-"""The runnable examples of the TorchRL docs in shared/reference/, run against torchenv: transforms, recording and gym parts of envs-api-overview.rst.txt.
-
-Each test is one example of ``envs-api-overview.rst.txt``, ``parallelenv-api.txt``,
-``transforms.txt`` or ``envs-readme.txt``, copied with only its imports changed
-(``torchrl.envs`` -> ``torchenv``, ``torchrl.data`` -> ``torchenv.specs``,
-``torchrl.envs.libs.gym`` -> ``torchenv_gym``, ``torchrl._utils`` -> ``torchenv.versions``,
-``torchrl.record`` -> ``torchenv.record``) and the least needed to run on its own: an ``env`` or
-``N`` the docs leave undefined, ``device="cpu"`` where the docs ask for a GPU that is not there,
-``gymnasium`` where the docs name ``gym`` (only gymnasium is installed). The documented outputs
-(printed tensors, shapes, asserts) are kept as assertions.
-
-Examples that need a simulator that is not installed (vmas, ALE, dm_control, brax) are skipped
-with a reason naming it. Examples that are pseudo-code (undefined helpers) or document the
-inherited ``torch.nn.Module`` methods are not copied here.
+"""The runnable examples of the TorchRL docs in shared/reference/ (transforms, recording and gym parts of envs-api-overview.rst.txt),
+run against torchenv with only their imports changed; see test_reference_examples.py for the rules.
 """
 
 from __future__ import annotations

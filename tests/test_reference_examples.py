@@ -32,17 +32,6 @@ def _missing(module: str) -> bool:
     return importlib.util.find_spec(module) is None
 
 
-needs_pygame = pytest.mark.skipif(_missing("pygame"), reason="rendering needs pygame")
-needs_mujoco = pytest.mark.skipif(
-    _missing("mujoco"), reason="HalfCheetah-v4 needs the mujoco simulator"
-)
-
-
-@pytest.fixture(autouse=True)
-def _headless(monkeypatch):
-    monkeypatch.setenv("SDL_VIDEODRIVER", "dummy")
-
-
 # =============================================================================================
 # envs-api-overview.rst.txt
 # =============================================================================================
@@ -70,7 +59,7 @@ def test_overview_step_and_maybe_reset_loop():
         assert not result["done"][t + 1].any()
 
 
-@needs_pygame
+@pytest.mark.usefixtures("needs_pygame")
 def test_overview_parallel_env_batch_size_and_attribute_fan_out():
     from torchenv import ParallelEnv, check_env_specs
     from torchenv_gym import GymEnv
@@ -175,7 +164,7 @@ def test_overview_reset_root_overrides_nested():
     assert data.get(("agent1", "val")).tolist() == [0, 0]  # reset at the root overrides nested
 
 
-@needs_pygame
+@pytest.mark.usefixtures("needs_pygame")
 def test_overview_batched_reset_eliminates_reset_entry():
     from torchenv import ParallelEnv
     from torchenv_gym import GymEnv

@@ -21,23 +21,12 @@ def _missing(module: str) -> bool:
     return importlib.util.find_spec(module) is None
 
 
-needs_pygame = pytest.mark.skipif(_missing("pygame"), reason="rendering needs pygame")
-needs_mujoco = pytest.mark.skipif(
-    _missing("mujoco"), reason="HalfCheetah-v4 needs the mujoco simulator"
-)
-
-
-@pytest.fixture(autouse=True)
-def _headless(monkeypatch):
-    monkeypatch.setenv("SDL_VIDEODRIVER", "dummy")
-
-
 # =============================================================================================
 # envs-readme.txt
 # =============================================================================================
 
 
-@needs_pygame
+@pytest.mark.usefixtures("needs_pygame")
 def test_readme_to_tensor_image():
     from torchenv import RenameTransform
     from torchenv.transforms import ToTensorImage, TransformedEnv
@@ -152,7 +141,7 @@ def test_parallel_check_env_specs_then_parallel():
         penv.close()
 
 
-@needs_mujoco
+@pytest.mark.usefixtures("needs_mujoco")
 @pytest.mark.filterwarnings("ignore:.*HalfCheetah-v4 is out of date")
 def test_parallel_info_dict_reader_and_primer():
     from torchenv import TensorDictPrimer, TransformedEnv, check_env_specs

@@ -19,19 +19,8 @@ def _missing(module: str) -> bool:
     return importlib.util.find_spec(module) is None
 
 
-needs_pygame = pytest.mark.skipif(_missing("pygame"), reason="rendering needs pygame")
-needs_mujoco = pytest.mark.skipif(
-    _missing("mujoco"), reason="HalfCheetah-v4 needs the mujoco simulator"
-)
-
-
-@pytest.fixture(autouse=True)
-def _headless(monkeypatch):
-    monkeypatch.setenv("SDL_VIDEODRIVER", "dummy")
-
-
 # --------------------------------------------------------------------------- transforms section
-@needs_pygame
+@pytest.mark.usefixtures("needs_pygame")
 def test_overview_transformed_env_pixels_parent_and_inverse():
     from torchenv import Compose, DoubleToFloat, Resize, ToTensorImage, TransformedEnv
     from torchenv_gym import GymEnv
@@ -255,7 +244,7 @@ def test_overview_video_recorder_pong(tmp_path):  # pragma: no cover - ale_py is
     env.transform.dump()  # Save the video and clear cache
 
 
-@needs_pygame
+@pytest.mark.usefixtures("needs_pygame")
 @pytest.mark.skipif(_missing("imageio"), reason="writing mp4 needs imageio")
 def test_overview_pixel_render_transform_parallel(tmp_path, monkeypatch):
     from torchenv import EnvCreator, ParallelEnv, check_env_specs

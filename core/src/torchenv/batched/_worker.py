@@ -22,7 +22,7 @@ Protocol of a worker (all objects created by the parent before the process start
 * The worker ignores SIGINT (the parent handles Ctrl-C and closes it), and exits by itself when
   its parent process disappears (checked every second while idle).
 
-Only ``torch`` and ``tensordict`` are imported here; the environment's own imports happen when
+Only ``torch``, ``tensordict`` and ``numpy`` are imported here; the environment's own imports happen when
 its constructor runs in the worker.
 """
 
@@ -36,6 +36,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
 import torch
 from tensordict import TensorDict, TensorDictBase
 
@@ -156,6 +157,29 @@ class EnvRunner:
             self._carry = [(in_views[k], v) for k, v in root_rows if k in in_views]
             self._root_always = not groups["root"].dense
         self._lean = _supports_lean_step(env)
+        self._direct = self._bind_direct(groups, index) if groups is not None else None
+
+    def _bind_direct(self, groups: dict, index: int) -> tuple | None:
+        """``(action view, next arrays, root arrays)`` when the env's direct array I/O can fill
+        this worker's rows (see :mod:`torchenv.envs._direct`), else ``None``."""
+        from torchenv.envs._direct import direct_plan
+
+        plan = direct_plan(self.env) if self._lean else None
+        if plan is None:
+            return None
+        views = {name: dict(groups[name].rows[index]) for name in ("in", "next", "root")}
+        try:
+            action = views["in"][(plan.action_key,)]
+            nxt = {k: views["next"].pop((k,)).numpy() for k in plan.next_keys}
+            root = {k: views["root"].pop((k,)).numpy() for k in plan.root_keys}
+        except (KeyError, RuntimeError, TypeError):
+            return None
+        if views["next"] or views["root"]:  # entries the hooks would not write
+            return None
+        for key, array in (*nxt.items(), *root.items()):
+            if tuple(array.shape) != tuple(plan.leaves[key][0]):
+                return None
+        return action, nxt, root, tuple(plan.batch_size)
 
     # ------------------------------------------------------------------ with buffers
     def _input(self) -> TensorDictBase:
@@ -171,6 +195,10 @@ class EnvRunner:
 
     def step(self) -> None:
         """``env._step`` on the input rows; the output goes to the ``"next"`` rows."""
+        direct = self._direct
+        if direct is not None:
+            self.env._step_into(direct[0], direct[1])
+            return
         write_row(self._next, self.env._step(self._input()))
 
     def reset(self, keys: Sequence[Key] | None, kwargs: dict) -> None:
@@ -197,6 +225,22 @@ class EnvRunner:
         output completion, written straight into the buffers, and ``env.reset`` on done.
         """
         env = self.env
+        direct = self._direct
+        if direct is not None:  # the env writes straight into the shared rows
+            action, nxt, root, batch = direct
+            if env._step_into(action, nxt):
+                if batch:  # the rows that are not reset carry on
+                    for key, array in root.items():
+                        np.copyto(array, nxt[key])
+                    env._reset_into(root, nxt["done"].reshape(batch))
+                else:
+                    env._reset_into(root, None)
+                return True
+            if self._root_always:
+                for key, array in root.items():
+                    np.copyto(array, nxt[key])
+                return True
+            return False
         if not self._lean:
             td, td_ = env.step_and_maybe_reset(self._input())
             write_row(self._next, td._tensordict["next"] if type(td) is TensorDict else td["next"])

@@ -277,6 +277,23 @@ class EnvBase(_EnvSpecs, torch.nn.Module, metaclass=_EnvMeta):
     def _set_seed(self, seed: int | None) -> None:
         """Seeds the env's own random generator (default: nothing to seed)."""
 
+    # Optional direct array I/O (see torchenv.envs._direct): envs whose simulator speaks numpy
+    # may write their outputs into preallocated arrays; rollout and the batched envs' runners
+    # then skip the per-step tensors and TensorDicts.
+    def _direct_io_supported(self) -> bool:
+        """Whether ``_step_into`` / ``_reset_into`` write what ``_step`` / ``_reset`` return."""
+        return False
+
+    def _step_into(self, action: torch.Tensor, out: dict) -> bool:
+        """Steps with ``action``; writes observations, rewards and dones into the arrays ``out``;
+        returns whether any (sub-)env is done. Optional (see ``_direct_io_supported``)."""
+        raise NotImplementedError
+
+    def _reset_into(self, out: dict, mask: Any = None) -> None:
+        """Resets the sub-envs selected by ``mask`` (all if ``None``); writes their observations
+        and dones into the arrays ``out``. Optional (see ``_direct_io_supported``)."""
+        raise NotImplementedError
+
     def forward(self, *args, **kwargs):
         raise NotImplementedError(
             "EnvBase is not callable: use env.reset(), env.step(td) or env.rollout(n)."

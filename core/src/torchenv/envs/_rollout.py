@@ -10,6 +10,7 @@ import torch
 from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
 from tensordict.nn import TensorDictModuleBase
 
+from torchenv.envs._direct import direct_plan, rollout_direct
 from torchenv.envs._utils import _any, _replace_last, terminated_or_truncated
 
 __all__: list[str] = []
@@ -115,6 +116,25 @@ def rollout(
         return_contiguous = not env._has_dynamic_specs
     if max_steps < 1:
         raise ValueError(f"rollout: max_steps must be >= 1; got {max_steps}.")
+    if (
+        policy is None
+        and callback is None
+        and auto_reset
+        and tensordict is None
+        and out is None
+        and return_contiguous
+        and not break_when_all_done
+    ):
+        plan = direct_plan(env)
+        if plan is not None:
+            first = env.reset()
+            result = rollout_direct(env, plan, first, max_steps, break_when_any_done)
+            if result is not None:
+                if set_truncated:
+                    _set_truncated(env, result)
+                result.refine_names(..., "time")
+                return result
+            tensordict, auto_reset = first, False  # general path, from this reset
     policy = make_policy(env, policy, trust_policy)
     policy_device = _policy_device(policy) if auto_cast_to_device else None
     env_device = env.device

@@ -20,7 +20,7 @@ from tensordict import NonTensorData, TensorDict, TensorDictBase
 
 from torchenv.specs import Composite, TensorSpec
 
-__all__ = ["make_reader", "make_writer"]
+__all__ = ["make_array_writer", "make_direct_obs_writer", "make_reader", "make_writer"]
 
 Reader = Callable[[Any], Any]
 Writer = Callable[[Any], Any]
@@ -104,6 +104,66 @@ def _tuple_reader(space: Any, spec: TensorSpec, batch: tuple[int, ...]) -> Reade
     read_one = make_reader(subs[0], element_spec, batch)
     dim = len(batch)
     return lambda v: torch.stack([read_one(x) for x in v], dim)
+
+
+# ------------------------------------------------------------------------------- direct writers
+ArrayWriter = Callable[[Any, Any], None]
+
+
+def make_array_writer(
+    space: Any, spec: TensorSpec, batch: tuple[int, ...] = ()
+) -> ArrayWriter | None:
+    """Build ``write(value, array)``: what :func:`make_reader` gives, copied into ``array``.
+
+    ``array`` is a numpy array with the spec's shape and dtype. Returns ``None`` for spaces that
+    need more than a copy (one-hot encodings, tuples, text...): those envs use the TensorDict
+    path.
+    """
+    kind = _kind(space)
+    name = type(spec).__name__
+    if kind in ("Box", "MultiBinary"):
+        if kind == "Box" and tuple(space.shape) == ():
+            shape = (*batch, 1)
+            return lambda v, array: np.copyto(array, np.reshape(v, shape), casting="unsafe")
+        return lambda v, array: np.copyto(array, v, casting="unsafe")
+    if kind in ("Discrete", "MultiDiscrete") and name not in ("OneHot", "MultiOneHot"):
+        start = _start(space)
+        if isinstance(start, int) and start == 0:
+            return lambda v, array: np.copyto(array, v, casting="unsafe")
+        return lambda v, array: np.copyto(array, np.asarray(v) - start, casting="unsafe")
+    return None
+
+
+def make_direct_obs_writer(space: Any, spec: Composite, batch: tuple[int, ...] = ()) -> Any:
+    """Build ``write(obs, out)`` filling the observation arrays ``out[key]``, or ``None``.
+
+    ``spec`` is the env's observation Composite: one ``"observation"`` entry for a plain
+    space, one entry per key for a ``Dict`` space of plain spaces.
+    """
+    if _kind(space) == "Dict":
+        writers = []
+        for key, sub in space.spaces.items():
+            name = key if key in spec else "observation"
+            leaf = spec.get(name, None)
+            if leaf is None or isinstance(leaf, Composite):
+                return None
+            write = make_array_writer(sub, leaf, batch)
+            if write is None:
+                return None
+            writers.append((key, name, write))
+
+        def write_dict(obs: Any, out: dict) -> None:
+            for key, name, write in writers:
+                write(obs[key], out[name])
+
+        return write_dict
+    leaf = spec.get("observation", None)
+    if leaf is None or isinstance(leaf, Composite):
+        return None
+    write = make_array_writer(space, leaf, batch)
+    if write is None:
+        return None
+    return lambda obs, out: write(obs, out["observation"])
 
 
 # ---------------------------------------------------------------------------------------- writers

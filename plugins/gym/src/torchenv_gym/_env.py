@@ -18,7 +18,7 @@ from tensordict import TensorDict, TensorDictBase
 from torchenv.envs import EnvBase
 from torchenv.specs import Bounded, Categorical, Composite, Unbounded
 from torchenv_gym._backend import gym_backend, registered_ids
-from torchenv_gym._codec import make_reader, make_writer
+from torchenv_gym._codec import make_direct_obs_writer, make_reader, make_writer
 from torchenv_gym._info import BaseInfoDictReader, default_info_dict_reader
 from torchenv_gym._spaces import gym_space_to_spec
 from torchenv_gym._vector import VectorAdapter, is_vector_env
@@ -189,6 +189,12 @@ class GymWrapper(EnvBase):
             device=device,
         )
         self._action_is_td = isinstance(act_spec, Composite)
+        # direct array I/O (torchenv.envs._direct): observations copied straight into arrays
+        self._direct_obs = (
+            None
+            if self.from_pixels
+            else make_direct_obs_writer(obs_space, self.observation_spec, batch)
+        )
         self._write_action = make_writer(act_space, act_spec, batch)
         self._action_key = "action"
         self._to_device = device is not None and torch.device(device).type != "cpu"
@@ -318,14 +324,7 @@ class GymWrapper(EnvBase):
             action = self._write_action(tensordict._tensordict[self._action_key])
         else:
             action = self._write_action(tensordict.get(self._action_key))
-        env = self._env
-        obs, reward, terminated, truncated, info = self._api.step_env(env, action)
-        if self.frame_skip > 1:
-            for _ in range(self.frame_skip - 1):
-                if terminated or truncated:
-                    break
-                obs, r, terminated, truncated, info = self._api.step_env(env, action)
-                reward = reward + r
+        obs, reward, terminated, truncated, info = self._step_raw(action)
         out = self._read_obs(obs)
         out["reward"] = torch.from_numpy(np.array([reward], dtype=np.float32))
         # one small array, three views: fewer allocations than three arrays
@@ -339,6 +338,56 @@ class GymWrapper(EnvBase):
         if self.info_dict_reader:
             td = self._read_info(info, td)
         return td
+
+    def _step_raw(self, action: Any) -> tuple:
+        """The simulator's ``(obs, reward, terminated, truncated, info)``, frame skip included."""
+        env = self._env
+        obs, reward, terminated, truncated, info = self._api.step_env(env, action)
+        if self.frame_skip > 1:
+            for _ in range(self.frame_skip - 1):
+                if terminated or truncated:
+                    break
+                obs, r, terminated, truncated, info = self._api.step_env(env, action)
+                reward = reward + r
+        return obs, reward, terminated, truncated, info
+
+    # ------------------------------------------------------------------ direct array I/O
+    def _direct_io_supported(self) -> bool:
+        """Plain observations, no info reader, no pixels, ``_step``/``_reset`` not overridden."""
+        cls = type(self)
+        return (
+            self._direct_obs is not None
+            and not self.info_dict_reader
+            and not self._action_is_td
+            and not self._to_device
+            and cls._step is GymWrapper._step
+            and cls._reset is GymWrapper._reset
+        )
+
+    def _step_into(self, action: torch.Tensor, out: dict) -> bool:
+        if self._vec is not None:
+            return self._vec.step_into(action, out)
+        obs, reward, terminated, truncated, _ = self._step_raw(self._write_action(action))
+        self._direct_obs(obs, out)
+        out["reward"][...] = reward
+        done = bool(terminated or truncated)
+        out["done"][...] = done
+        out["terminated"][...] = terminated
+        out["truncated"][...] = truncated
+        return done
+
+    def _reset_into(self, out: dict, mask: Any = None) -> None:
+        if self._vec is not None:
+            self._vec.reset_into(out, mask)
+            return
+        seed = self._next_seed
+        if seed is not None:  # (nn.Module setattr is slow)
+            self._next_seed = None
+        obs, _ = self._api.reset_env(self._env, seed, None)
+        self._direct_obs(obs, out)
+        out["done"][...] = False
+        out["terminated"][...] = False
+        out["truncated"][...] = False
 
     # ------------------------------------------------------------------ misc
     def read_obs(self, observation: Any) -> dict:

@@ -110,7 +110,50 @@ class VectorAdapter:
         seed = kwargs.pop("seed", None)
         if seed is None and w._next_seed is not None:  # (nn.Module setattr is slow)
             seed, w._next_seed = w._next_seed, None
-        options = kwargs.pop("options", None)
+        obs, info = self._reset_obs(mask, seed, kwargs.pop("options", None))
+        out = w._read_obs(obs)
+        flags = np.zeros((3, *self._shape), dtype=bool)  # one allocation, three views
+        out["done"] = torch.from_numpy(flags[0])
+        out["terminated"] = torch.from_numpy(flags[1])
+        out["truncated"] = torch.from_numpy(flags[2])
+        td = w._make_td(out)
+        if w.info_dict_reader:
+            td = w._read_info(info or {}, td)
+        return td
+
+    def reset_into(self, out: dict, mask: np.ndarray | None) -> None:
+        """``reset`` for the direct array I/O: writes the rows selected by ``mask`` into ``out``."""
+        w = self.wrapper
+        if mask is not None:
+            mask = np.asarray(mask, dtype=bool).reshape(self.num_envs)
+            if self.last_obs is None or mask.all():
+                mask = None
+        seed = None
+        if w._next_seed is not None:  # (nn.Module setattr is slow)
+            seed, w._next_seed = w._next_seed, None
+        before = self.last_obs
+        obs, _ = self._reset_obs(mask, seed, None)
+        flags = ("done", "terminated", "truncated")
+        if mask is None:
+            w._direct_obs(obs, out)
+            for name in flags:
+                out[name][...] = False
+            return
+        if not mask.any():
+            return
+        if obs is not before:  # (next-step autoreset: gymnasium resets them at the next step)
+            scratch = {name: np.empty_like(a) for name, a in out.items() if name not in flags}
+            w._direct_obs(obs, scratch)
+            for name, array in scratch.items():
+                out[name][mask] = array[mask]
+        rows = mask.reshape(self._shape)
+        for name in flags:
+            np.copyto(out[name], False, where=rows)
+
+    def _reset_obs(self, mask: np.ndarray | None, seed: Any, options: Any) -> tuple[Any, Any]:
+        """Reset all sub-envs (``mask`` is ``None``) or those in ``mask``; returns the batched
+        observations (the rows not reset keep their last observation) and the info."""
+        w = self.wrapper
         info: Any = {}
         if mask is None:
             obs, info = w._api.reset_env(self.env, seed, options)
@@ -139,15 +182,7 @@ class VectorAdapter:
                 obs = self._reset_sub_envs(obs, todo)
             self.ended = self.ended & ~mask  # never in place: shared with outputs
         self.last_obs = obs
-        out = w._read_obs(obs)
-        flags = np.zeros((3, *self._shape), dtype=bool)  # one allocation, three views
-        out["done"] = torch.from_numpy(flags[0])
-        out["terminated"] = torch.from_numpy(flags[1])
-        out["truncated"] = torch.from_numpy(flags[2])
-        td = w._make_td(out)
-        if w.info_dict_reader:
-            td = w._read_info(info or {}, td)
-        return td
+        return obs, info
 
     def _reset_sub_envs(self, obs: Any, todo: np.ndarray) -> Any:
         """Reset the sub-envs in ``todo`` one by one (sync vector envs expose them as ``.envs``)."""
@@ -179,14 +214,8 @@ class VectorAdapter:
         return _put_rows(obs, rows)
 
     # ------------------------------------------------------------------ step
-    def step(self, tensordict: TensorDictBase) -> TensorDictBase:
-        w = self.wrapper
-        if w._action_is_td:
-            action = w._write_action(tensordict)
-        elif type(tensordict) is TensorDict:
-            action = w._write_action(tensordict._tensordict[w._action_key])
-        else:
-            action = w._write_action(tensordict.get(w._action_key))
+    def _step_raw(self, action: Any) -> tuple:
+        """The vector env's step, with the true last observations of the envs that ended."""
         obs, reward, terminated, truncated, info = self.env.step(action)
         terminated = np.asarray(terminated, dtype=bool)
         truncated = np.asarray(truncated, dtype=bool)
@@ -199,6 +228,29 @@ class VectorAdapter:
                 obs = _put_rows(obs, {i: final[i] for i in index})
         self.ended = done
         self.last_obs = obs
+        return obs, reward, terminated, truncated, done, info
+
+    def step_into(self, action: torch.Tensor, out: dict) -> bool:
+        """``step`` for the direct array I/O: the outputs are copied into the arrays ``out``."""
+        w = self.wrapper
+        obs, reward, terminated, truncated, done, _ = self._step_raw(w._write_action(action))
+        w._direct_obs(obs, out)
+        n = self._shape
+        np.copyto(out["reward"], np.reshape(reward, n), casting="unsafe")
+        np.copyto(out["done"], done.reshape(n))
+        np.copyto(out["terminated"], terminated.reshape(n))
+        np.copyto(out["truncated"], truncated.reshape(n))
+        return bool(done.any())
+
+    def step(self, tensordict: TensorDictBase) -> TensorDictBase:
+        w = self.wrapper
+        if w._action_is_td:
+            action = w._write_action(tensordict)
+        elif type(tensordict) is TensorDict:
+            action = w._write_action(tensordict._tensordict[w._action_key])
+        else:
+            action = w._write_action(tensordict.get(w._action_key))
+        obs, reward, terminated, truncated, done, info = self._step_raw(action)
         out = w._read_obs(obs)
         n = self._shape
         out["reward"] = torch.from_numpy(np.asarray(reward, dtype=np.float32).reshape(n))

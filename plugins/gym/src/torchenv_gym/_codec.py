@@ -183,6 +183,9 @@ def make_writer(space: Any, spec: TensorSpec, batch: tuple[int, ...] = ()) -> Wr
         return write_box
     if kind == "Discrete":
         start = _start(space)
+        # a numpy scalar of the space's dtype, as space.sample() gives: gymnasium's
+        # Discrete.contains checks those faster than Python ints
+        scalar = np.dtype(getattr(space, "dtype", None) or np.int64).type
         if type(spec).__name__ == "OneHot":
             if batch:
                 if spec.shape[-1] == 2 and not spec.dtype.is_floating_point:
@@ -198,18 +201,18 @@ def make_writer(space: Any, spec: TensorSpec, batch: tuple[int, ...] = ()) -> Wr
                     return lambda a: _np(a).argmax(-1)
                 return lambda a: _np(a).argmax(-1) + start
 
-            def write_one_hot(a: torch.Tensor) -> int:
+            def write_one_hot(a: torch.Tensor) -> Any:
                 try:  # a short list is much faster than torch's argmax
-                    return a.tolist().index(1) + start
+                    return scalar(a.tolist().index(1) + start)
                 except ValueError:  # not exactly one-hot: take the largest entry
-                    return int(a.argmax()) + start
+                    return scalar(int(a.argmax()) + start)
 
             return write_one_hot
         if batch:
             if isinstance(start, int) and start == 0:
                 return lambda a: _np(a).reshape(batch)
             return lambda a: _np(a).reshape(batch) + start
-        return lambda a: int(a) + start
+        return lambda a: scalar(int(a) + start)
     if kind == "MultiDiscrete":
         start = _start(space)
         np_dtype = np.dtype(space.dtype)

@@ -139,6 +139,44 @@ def direct_plan(env: Any) -> DirectPlan | None:
     return direct
 
 
+_BLOCK_CHECKED: dict = {}  # (spec class, dtype, shape) -> whether blocks equal successive draws
+
+
+def block_sampler(spec: Any) -> Any:
+    """``spec._rand_block`` when one draw of ``n`` samples gives what ``n`` calls of
+    ``spec.rand()`` give (same values, same generator state after), else ``None``.
+
+    torch's cpu generator fills uniform and integer samples element by element, so a block is
+    the concatenation of the single draws; that is checked once per kind of spec (on a saved
+    and restored generator state) rather than assumed, and a spec with a mask never qualifies.
+    """
+    block = getattr(spec, "_rand_block", None)
+    if block is None or getattr(spec, "device", None) not in (None, torch.device("cpu")):
+        return None
+    key = (type(spec), spec.dtype, tuple(spec.shape))
+    ok = _BLOCK_CHECKED.get(key)
+    if ok is None:
+        state = torch.get_rng_state()
+        try:
+            one_by_one = torch.stack([spec.rand() for _ in range(3)])
+            after_one_by_one = torch.get_rng_state()
+            torch.set_rng_state(state)
+            drawn = block(3)
+            ok = (
+                drawn is not None
+                and drawn.dtype == one_by_one.dtype
+                and drawn.shape == one_by_one.shape
+                and torch.equal(drawn, one_by_one)
+                and torch.equal(torch.get_rng_state(), after_one_by_one)
+            )
+        except Exception:  # a spec that cannot: draw one by one
+            ok = False
+        finally:
+            torch.set_rng_state(state)
+        _BLOCK_CHECKED[key] = ok
+    return block if ok else None
+
+
 def rollout_direct(
     env: Any, plan: DirectPlan, first: TensorDictBase, max_steps: int, stop_on_done: bool
 ) -> TensorDictBase | None:
@@ -164,6 +202,16 @@ def rollout_direct(
         array[0] = first._tensordict[key].numpy()
 
     rand, step_into, reset_into = plan.rand, env._step_into, env._reset_into
+    # the actions: one draw for the whole rollout when that equals one draw per step
+    block = block_sampler(plan.rand.__self__) if hasattr(plan.rand, "__self__") else None
+    drawn = None
+    if block is not None:
+        rng_state = torch.get_rng_state()
+        drawn = block(max_steps)
+        if drawn is None:
+            torch.set_rng_state(rng_state)
+        else:
+            rand = iter(drawn.unbind(0)).__next__
     next_items = list(next_np.items())
     root_items = list(root_np.items())
     done_rows = next_np["done"]
@@ -198,7 +246,16 @@ def rollout_direct(
             elif keep.any():
                 array[1:steps][keep] = next_np[key][: steps - 1][keep]
     nb = len(batch)
-    action = torch.stack(actions, nb)
+    if drawn is None:
+        action = torch.stack(actions, nb)
+    else:
+        action = drawn
+        if steps < max_steps:  # stopped early: leave the generator as `steps` draws would
+            torch.set_rng_state(rng_state)
+            block(steps)
+            action = drawn[:steps]
+        if nb:
+            action = action.movedim(0, nb).contiguous()
     if steps < max_steps:
         root = {k: v[:steps] for k, v in root.items()}
         nxt = {k: v[:steps] for k, v in nxt.items()}

@@ -308,6 +308,23 @@ class Bounded(TensorSpec):
     def maximum(self) -> torch.Tensor:
         return self.high
 
+    def _rand_block(self, steps: int) -> torch.Tensor | None:
+        """``steps`` samples of ``rand()`` in one draw, stacked on a new first dim (``None`` for
+        the cases drawn otherwise; see ``Categorical._rand_block``)."""
+        self._check_cache()
+        dtype, device = self.dtype, self.device
+        lo, hi = self._lo_s, self._hi_s
+        shape = (steps, *self._sshape)
+        if lo is None:
+            return None
+        if is_float_dtype(dtype):
+            if not self._finite:
+                return None
+            return torch.empty(shape, dtype=dtype, device=device).uniform_(lo, hi)
+        if self._full_range or dtype == torch.bool:
+            return None
+        return torch.randint(int(lo), int(hi) + 1, shape, dtype=dtype, device=device)
+
     def rand(self, shape: Sequence[int] | None = None) -> torch.Tensor:
         self._check_cache()
         full = batch_shape(shape) + self._sshape

@@ -116,6 +116,15 @@ class Categorical(TensorSpec):
         n = self.n if self.n > 0 else 2
         return torch.randint(0, n, full, dtype=self.dtype, device=self.device)
 
+    def _rand_block(self, steps: int) -> torch.Tensor | None:
+        """``steps`` samples of ``rand()`` in one draw, stacked on a new first dim (``None``:
+        not possible, e.g. with a mask). Same values as ``steps`` calls where the generator
+        draws element by element, which ``torchenv.envs._direct`` checks before relying on it."""
+        if self.mask is not None:
+            return None
+        n = self.n if self.n > 0 else 2
+        return torch.randint(0, n, (steps, *self._sshape), dtype=self.dtype, device=self.device)
+
     def is_in(self, val: Any) -> bool:
         if not self._layout_ok(val):
             return False
@@ -264,6 +273,21 @@ class OneHot(TensorSpec):
         if rows is None:
             return self._eye[idx]
         # numpy's take copies small rows much faster than torch's advanced indexing
+        return torch.from_numpy(rows.take(idx.numpy(), axis=0))
+
+    def _rand_block(self, steps: int) -> torch.Tensor | None:
+        """``steps`` samples of ``rand()`` in one draw, stacked on a new first dim (``None``:
+        not possible, e.g. with a mask; see ``Categorical._rand_block``)."""
+        if (
+            self.mask is not None
+            or self._eye.dtype != self.dtype
+            or self._eye.device != self.device
+        ):
+            return None
+        idx = torch.randint(0, self.n, (steps, *self._sshape[:-1]), device=self.device)
+        rows = self.__dict__.get("_rows")
+        if rows is None:
+            return self._eye[idx]
         return torch.from_numpy(rows.take(idx.numpy(), axis=0))
 
     def _refresh(self) -> None:

@@ -8,7 +8,7 @@ import torch
 from tensordict import TensorDict
 
 from torchenv.envs import EnvBase
-from torchenv.envs._direct import direct_plan
+from torchenv.envs._direct import direct_plan, rollout_direct
 from torchenv.specs import Bounded, Categorical, Composite, Unbounded
 
 ROOT = ("position", "count", "phase", "done", "terminated", "truncated")
@@ -118,7 +118,9 @@ class Walk(WalkTD):
     """``WalkTD`` with the direct array I/O hooks."""
 
     def _direct_io_supported(self):
-        return True
+        # the hooks write the spec'd entries only: a reset that adds an "extra" entry cannot
+        # be mirrored (rollout_direct also checks the first reset output, as a safety net)
+        return not self.extra
 
     def _step_into(self, action, out):
         reward, done, terminated, truncated = self._advance(action.numpy())
@@ -265,25 +267,30 @@ def test_fallback_rollouts_are_correct(make, break_when_any_done):
 
 
 def test_extra_reset_entry_falls_back():
+    """A reset output with an entry the plan does not know: no direct path, reference data."""
     env, reference = Walk((3,), extra=True), WalkTD((3,), extra=True)
-    assert direct_plan(env) is not None
-    calls = []
-    step_into = env._step_into
-    env._step_into = lambda action, out: calls.append(1) or step_into(action, out)
+    assert direct_plan(env) is None
     (result, _), (expected, _) = _rollouts([env, reference], 20, break_when_any_done=False)
-    assert not calls
     assert "extra" in result
     assert_identical(result, expected)
 
 
-def test_rollout_with_a_policy_does_not_take_the_direct_path():
+def test_rollout_direct_checks_the_first_reset_output():
+    """``rollout_direct`` refuses a reset output with entries beyond the plan's (safety net
+    for an env claiming support wrongly), before stepping."""
+    env = Walk((3,), extra=True)
+    env._direct_io_supported = lambda: True
+    plan = direct_plan(env)
+    assert plan is not None
+    first = WalkTD._reset(env)
+    assert "extra" in first
+    assert rollout_direct(env, plan, first, 5, False) is None
+
+
+def test_rollout_with_a_policy_matches_the_reference():
+    """A policy keeps ``rollout_direct`` out (it draws no random action); the steps go through
+    ``step_and_maybe_reset``, direct or not, with the reference result."""
     env, reference = Walk((3,)), WalkTD((3,))
-
-    def fail(*args):
-        raise AssertionError("the direct path was taken")
-
-    env._step_into = fail
-    env._reset_into = fail
 
     def policy(td):
         td["action"] = td["position"].clamp(-1, 1) * -1
@@ -294,3 +301,58 @@ def test_rollout_with_a_policy_does_not_take_the_direct_path():
         e.set_seed(0)
         results.append(e.rollout(30, policy, break_when_any_done=False))
     assert_identical(*results)
+
+
+# ---------------------------------------------------------------- step_and_maybe_reset
+def _smr_loop(env, steps=60, extra=False):
+    """``step_and_maybe_reset`` with random actions (and a policy-like extra entry)."""
+    env.set_seed(5)
+    torch.manual_seed(0)
+    td = env.reset()
+    outs = []
+    for _ in range(steps):
+        td = env.rand_action(td)
+        if extra:
+            td.set("logits", torch.randn(*env.batch_size, 3))
+        step, td = env.step_and_maybe_reset(td)
+        outs.append((step.clone(), td.clone()))
+    return outs
+
+
+@pytest.mark.parametrize("extra", [False, True])
+@pytest.mark.parametrize("batch_size", BATCHES)
+def test_direct_step_and_maybe_reset_matches(batch_size, extra):
+    direct = _smr_loop(Walk(batch_size), extra=extra)
+    general = _smr_loop(_no_direct(Walk(batch_size)), extra=extra)
+    for (step_a, next_a), (step_b, next_b) in zip(direct, general):
+        assert set(step_a.keys(True, True)) == set(step_b.keys(True, True))
+        assert set(next_a.keys(True, True)) == set(next_b.keys(True, True))
+        for a, b in ((step_a, step_b), (next_a, next_b)):
+            for key in b.keys(True, True):
+                assert a[key].dtype == b[key].dtype, key
+                assert torch.equal(a[key], b[key]), key
+
+
+def test_direct_step_and_maybe_reset_is_taken_and_falls_back():
+    env = Walk((4,))
+    calls = []
+    step_into = env._step_into
+    env._step_into = lambda action, out: calls.append(1) or step_into(action, out)
+    td = env.rand_action(env.reset())
+    env.step_and_maybe_reset(td)
+    assert calls == [1]
+    td = env.rand_action(env.reset())
+    td.set("_step", torch.tensor([True, False, True, True]))  # partial step: general path
+    env.step_and_maybe_reset(td)
+    assert calls == [1]
+    env.run_type_checks = True
+    env.step_and_maybe_reset(env.rand_action(env.reset()))
+    assert calls == [1]
+
+
+def test_direct_step_and_maybe_reset_reports_bad_actions():
+    env = Walk(())
+    td = env.reset()
+    td.set("action", torch.zeros(5))
+    with pytest.raises((ValueError, KeyError, TypeError, RuntimeError), match="action"):
+        env.step_and_maybe_reset(td)

@@ -240,3 +240,50 @@ def test_batched_runners_match(name):
             assert_identical(x, y)
     if name != "pendulum":
         assert reference[0]["next", "done"].any()  # workers were reset inside the loop
+
+
+def _step_loop(env, steps, extra):
+    """``step_and_maybe_reset`` with random actions (and a policy-like extra entry)."""
+    env.set_seed(0)
+    torch.manual_seed(0)
+    td = env.reset()
+    outs = []
+    for _ in range(steps):
+        td = env.rand_action(td)
+        if extra:
+            td.set("logits", torch.randn(*env.batch_size, 3))
+        step, td = env.step_and_maybe_reset(td)
+        outs.append((step.clone(), td.clone()))
+    return outs
+
+
+@pytest.mark.parametrize("extra", [False, True])
+@pytest.mark.parametrize(
+    "make",
+    [
+        SINGLE["cartpole"],
+        SINGLE["pendulum"],
+        SINGLE["flat-dict"],
+        lambda: GymEnv("CartPole-v1", num_envs=4, vectorization_mode="sync"),
+        *(
+            [lambda: GymEnv("CartPole-v1", num_envs=4, vectorization_mode="vector_entry_point")]
+            if GYMNASIUM_1
+            else []
+        ),
+    ],
+)
+def test_step_and_maybe_reset_matches(make, extra):
+    direct, general = make(), _td_path(make())
+    try:
+        steps = 70
+        for (step_a, next_a), (step_b, next_b) in zip(
+            _step_loop(direct, steps, extra), _step_loop(general, steps, extra), strict=True
+        ):
+            for a, b in ((step_a, step_b), (next_a, next_b)):
+                assert set(a.keys(True, True)) == set(b.keys(True, True))
+                for key in b.keys(True, True):
+                    assert a[key].dtype == b[key].dtype, key
+                    assert torch.equal(a[key], b[key]), key
+    finally:
+        direct.close()
+        general.close()

@@ -71,6 +71,7 @@ class DirectPlan:
         "leaves",
         "batch_size",
         "rand",
+        "_np_cache",
     )
 
     def __init__(self, env: Any) -> None:
@@ -89,6 +90,19 @@ class DirectPlan:
             self.leaves[name] = (group.shapes[name], group.dtypes[name])
         self.batch_size = plan.batch_size
         self.rand = plan.rand_fast[0][1] if plan.rand_fast else None
+        self._np_cache: dict = {}
+
+    def np_leaves(self, keys: list[str]) -> list[tuple[str, tuple[int, ...], np.dtype]]:
+        """``(key, shape, numpy dtype)`` of ``keys`` (cached per key list)."""
+        cache = self._np_cache
+        out = cache.get(id(keys))
+        if out is None:
+            out = []
+            for key in keys:
+                shape, dtype = self.leaves[key]
+                out.append((key, tuple(shape), torch.empty((), dtype=dtype).numpy().dtype))
+            cache[id(keys)] = out
+        return out
 
     def empty(self, keys: list[str], steps: int) -> dict[str, torch.Tensor]:
         """Uninitialised tensors for ``keys``, with a leading time dim of size ``steps``."""
@@ -268,3 +282,69 @@ def rollout_direct(
     out[plan.action_key] = action
     out["next"] = TensorDict._new_unsafe(nxt, batch_size=batch_size, device=device, nested=False)
     return TensorDict._new_unsafe(out, batch_size=batch_size, device=device, nested=False)
+
+
+def direct_step_and_maybe_reset(
+    env: Any, plan: DirectPlan, tensordict: TensorDictBase
+) -> tuple[TensorDictBase, TensorDictBase] | None:
+    """``EnvBase.step_and_maybe_reset`` through the direct hooks, or ``None`` (nothing done).
+
+    Covers a plain TensorDict of tensors with the env's batch size, valid actions, no
+    ``"next"``, ``"_step"`` or ``"_reset"`` entry, on the cpu; anything else goes the general
+    way, which also raises the errors. The outputs are those of the general path: the step's
+    entries under ``"next"``; the next input built as ``step_mdp`` does (root entries kept,
+    observations and dones from ``"next"``), reset where done, with the other root entries
+    zeroed in the sub-envs reset when only some are (``EnvBase.reset``'s merge).
+    """
+    src = tensordict._tensordict
+    if "next" in src or "_step" in src or "_reset" in src:
+        return None
+    device = tensordict.device
+    if device is not None and device.type != "cpu":
+        return None
+    batch = plan.batch_size
+    if tensordict.batch_size != batch or not env._plan.actions_ok(tensordict):
+        return None
+    tensor = torch.Tensor
+    for value in src.values():
+        if type(value) is not tensor:
+            return None
+    # numpy allocations wrapped by from_numpy: several times cheaper than torch.empty + .numpy()
+    from_numpy, empty = torch.from_numpy, np.empty
+    arrays = {key: empty(shape, dtype) for key, shape, dtype in plan.np_leaves(plan.next_keys)}
+    nxt = {key: from_numpy(array) for key, array in arrays.items()}
+    done = env._step_into(src[plan.action_key], arrays)
+    tensordict._set_str(
+        "next",
+        TensorDict._new_unsafe(nxt, batch_size=batch, device=device, nested=False),
+        validated=True,
+        inplace=False,
+    )
+    mdp = env._step_mdp
+    excluded = mdp.excluded_set
+    root = {key: value for key, value in src.items() if key not in excluded}
+    for key in mdp.next_keys:
+        value = nxt.get(key)
+        if value is not None:
+            root[key] = value
+    if done:
+        if batch:
+            mask = arrays["done"].reshape(tuple(batch))
+            fresh_arrays = {key: arrays[key].copy() for key in plan.root_keys}
+            env._reset_into(fresh_arrays, mask)
+            fresh = {key: from_numpy(array) for key, array in fresh_arrays.items()}
+            if not mask.all():  # the entries a reset does not write: zeros where reset
+                rows = torch.from_numpy(mask)
+                nb = len(batch)
+                for key, value in root.items():
+                    if key not in fresh:
+                        view = rows.reshape(*batch, *((1,) * (value.ndim - nb)))
+                        root[key] = value.masked_fill(view, 0)
+        else:
+            fresh_arrays = {
+                k: empty(shape, dtype) for k, shape, dtype in plan.np_leaves(plan.root_keys)
+            }
+            env._reset_into(fresh_arrays, None)
+            fresh = {key: from_numpy(array) for key, array in fresh_arrays.items()}
+        root.update(fresh)
+    return tensordict, TensorDict._new_unsafe(root, batch_size=batch, device=device, nested=False)

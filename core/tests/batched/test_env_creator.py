@@ -73,3 +73,30 @@ def test_unshared_creator(noise_env_cls):
     a, b = creator(), creator()
     a.bump(1.0)
     assert float(b.stat) == 0.0
+
+
+def _vecnorm_pendulum():
+    from torchenv.envs import PendulumEnv
+    from torchenv.transforms import TransformedEnv, VecNorm
+
+    return TransformedEnv(PendulumEnv(), VecNorm(in_keys=["observation"], decay=1.0))
+
+
+@pytest.mark.parametrize("batched", ["serial", "parallel"])
+def test_vecnorm_statistics_are_shared_through_env_creator(batched):
+    """VecNorm creates its statistics when the specs are first built: the envs made by an
+    EnvCreator must still point them at the shared storage, so every worker updates one set."""
+    creator = EnvCreator(_vecnorm_pendulum)
+    count_key = next(k for k in creator.state_dict() if k.endswith("_count"))
+    cls = SerialEnv if batched == "serial" else ParallelEnv
+    env = cls(2, creator)
+    try:
+        env.rollout(5, break_when_any_done=False)
+        # 2 sub-envs x (reset + 5 steps) observations, all counted in the one shared buffer
+        count = float(creator.state_dict()[count_key])
+        if batched == "serial":
+            assert count == 12.0
+        else:  # workers update concurrently, without a lock (as in TorchRL): one may be lost
+            assert 6.0 < count <= 12.0
+    finally:
+        env.close()

@@ -167,6 +167,9 @@ class EnvCreator:
         kwargs.update(self.create_env_kwargs)
         env = self.create_env_fn(**kwargs)
         if self._state and isinstance(env, torch.nn.Module):
+            # specs built lazily (a TransformedEnv's) create state as they are built, e.g.
+            # VecNorm's statistics: build them first, as reading the meta-data did in init_
+            getattr(env, "output_spec", None)
             _point_at(env, self._state)
         return env
 

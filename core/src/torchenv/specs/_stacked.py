@@ -121,14 +121,117 @@ class _LazyStack:
         """The stack of the members moved to a device (or cast to a dtype)."""
         return type(self)(*[s.to(dest) for s in self._stacked], dim=self.dim)
 
+    def _check_dim(self, dim: int, ndim: int, op: str) -> int:
+        """``dim`` made non-negative; an IndexError naming the spec if out of ``[-ndim, ndim)``."""
+        if not -ndim <= dim < ndim:
+            raise IndexError(
+                f"cannot {op} {self._short()} at dim {dim}: "  # type: ignore[attr-defined]
+                f"expected a dim in [{-ndim}, {ndim - 1}]"
+            )
+        return dim + ndim if dim < 0 else dim
+
+    def _free_member_dims(self) -> int:
+        """How many leading dims of the members can be squeezed / unsqueezed (not protected)."""
+        first = self._stacked[0]
+        return first.ndim - getattr(first, "_protected_dims", 0)
+
     def squeeze(self, dim: int | None = None) -> Any:
-        raise NotImplementedError(f"squeeze is not supported for {type(self).__name__} specs.")
+        """Removes dims of size 1 (all of them, or ``dim``), as TorchRL's lazy stacks do.
+
+        A dim other than the stack dim is squeezed in every member (the stack dim moves down
+        when it came after it); squeezing the stack dim of a one-member stack returns that member.
+        A dim that is not a singleton (or differs between members) is left as is.
+
+        Raises:
+            IndexError: ``dim`` is out of range.
+            SpecShapeError: ``dim`` is a protected dim of the members (e.g. the one-hot dim).
+        """
+        if dim is None:
+            out, free = self, self._free_member_dims()
+            for d in reversed(range(self.ndim)):  # type: ignore[attr-defined]
+                member_dim = d if d < self.dim else d - 1
+                if self.shape[d] == 1 and (d == self.dim or member_dim < free):  # type: ignore[attr-defined]
+                    out = out.squeeze(d)
+            return out
+        d = self._check_dim(dim, self.ndim, "squeeze")  # type: ignore[attr-defined]
+        if self.shape[d] != 1:  # type: ignore[attr-defined]
+            return self
+        if d == self.dim:
+            return self._stacked[0]
+        member_dim = d if d < self.dim else d - 1
+        if member_dim >= self._free_member_dims():
+            raise SpecShapeError(
+                f"cannot squeeze dim {dim} of {self._short()}: "  # type: ignore[attr-defined]
+                "it is a protected dim of its members"
+            )
+        members = [s.squeeze(member_dim) for s in self._stacked]
+        return torch.stack(members, self.dim if d > self.dim else self.dim - 1)
 
     def unsqueeze(self, dim: int) -> Any:
-        raise NotImplementedError(f"unsqueeze is not supported for {type(self).__name__} specs.")
+        """Inserts a dim of size 1 at ``dim`` in every member; the stack dim moves up when needed.
+
+        Raises:
+            IndexError: ``dim`` is out of range (``-ndim - 1 <= dim <= ndim``).
+            SpecShapeError: ``dim`` falls within the protected dims of the members.
+        """
+        d = self._check_dim(dim, self.ndim + 1, "unsqueeze")  # type: ignore[attr-defined]
+        member_dim, stack_dim = (d - 1, self.dim) if d > self.dim else (d, self.dim + 1)
+        if member_dim > self._free_member_dims():
+            raise SpecShapeError(
+                f"cannot unsqueeze {self._short()} at dim {dim}: "  # type: ignore[attr-defined]
+                "it falls within the protected dims of its members"
+            )
+        return torch.stack([s.unsqueeze(member_dim) for s in self._stacked], stack_dim)
 
     def reshape(self, *shape: Any) -> Any:
-        raise NotImplementedError(f"reshape is not supported for {type(self).__name__} specs.")
+        """Reshapes the dims before and after the stack dim, which is kept as one dim.
+
+        TorchRL does not reshape lazy stacks at all; this supports the reshapes that keep the
+        stack dim whole: the dims before it and the dims after it are reshaped separately in
+        every member. Dims whose size differs between members (``-1``) must be kept as they are.
+
+        Raises:
+            SpecShapeError: the new shape splits or merges the stack dim, changes a dim whose
+                size differs between members, or does not keep the number of elements.
+        """
+        if len(shape) == 1 and not isinstance(shape[0], int):
+            shape = tuple(shape[0])
+        target = [int(s) for s in shape]
+        old = list(self.shape)  # type: ignore[attr-defined]
+        if -1 not in old:  # dense sizes: resolve an inferred -1 as torch does
+            try:
+                target = list(torch.empty(old, device="meta").reshape(target).shape)
+            except RuntimeError as err:
+                raise SpecShapeError(f"cannot reshape {self._short()} to {target}: {err}") from err  # type: ignore[attr-defined]
+        lead, tail = old[: self.dim], old[self.dim + 1 :]
+        candidates = [self.dim] + [p for p in range(len(target)) if p != self.dim]
+        for p in candidates:
+            if p >= len(target) or target[p] != len(self._stacked):
+                continue
+            new_lead, new_tail = target[:p], target[p + 1 :]
+            if _segment_fits(lead, new_lead) and _segment_fits(tail, new_tail):
+                return self._reshape_members(new_lead, new_tail, p, target)
+        raise SpecShapeError(
+            f"cannot reshape {self._short()} to {target}: a lazy stack keeps its stack dim "  # type: ignore[attr-defined]
+            f"{self.dim} (size {len(self._stacked)}) whole and can only reshape the dims before "
+            "and after it separately, keeping the dims whose size differs between members (-1)"
+        )
+
+    def _reshape_members(self, new_lead: list, new_tail: list, p: int, target: list) -> Any:
+        members = []
+        for spec in self._stacked:
+            own_lead, own_tail = list(spec.shape[: self.dim]), list(spec.shape[self.dim :])
+            lead = own_lead if -1 in new_lead else new_lead
+            tail = own_tail if -1 in new_tail else new_tail
+            try:
+                members.append(spec.reshape(*lead, *tail))
+            except (SpecShapeError, RuntimeError) as err:
+                raise SpecShapeError(
+                    f"cannot reshape {self._short()} to {target}: {err}"  # type: ignore[attr-defined]
+                ) from err
+        return torch.stack(members, p)
+
+    view = reshape
 
     def _same_members(self, other: Any) -> bool:
         """Whether ``other`` (a lazy stack) has the same stack dim and equal members."""
@@ -137,6 +240,13 @@ class _LazyStack:
             and len(self._stacked) == len(other._stacked)
             and all(a == b for a, b in zip(self._stacked, other._stacked))
         )
+
+
+def _segment_fits(old: list[int], new: list[int]) -> bool:
+    """Whether ``old`` dims can become ``new``: same numel, or kept as is where sizes differ."""
+    if -1 in old or -1 in new:
+        return old == new
+    return torch.Size(old).numel() == torch.Size(new).numel()
 
 
 def _consumed(idx: tuple) -> int:
@@ -367,6 +477,12 @@ class StackedComposite(_LazyStack, Composite):
         return isinstance(other, StackedComposite) and self._same_members(other)
 
     __hash__ = None  # type: ignore[assignment]
+
+    def _short(self) -> str:
+        return (
+            f"StackedComposite(keys={list(self._specs)}, shape={list(self.shape)}, "
+            f"dim={self.dim}, n={len(self._stacked)})"
+        )
 
     def __repr__(self) -> str:
         shared = ",\n".join(f"{k}: {v!r}" for k, v in self._specs.items())

@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 from tensordict import TensorDictBase
 from tensordict.utils import NestedKey
 
-from torchenv.specs import Bounded, Categorical, Composite, OneHot, TensorSpec
+from torchenv.specs import (
+    Bounded,
+    Categorical,
+    Composite,
+    MultiCategorical,
+    MultiOneHot,
+    OneHot,
+    TensorSpec,
+)
 from torchenv.transforms._base import Transform, _normalize_keys
 from torchenv.transforms._utils import as_tuple
 
@@ -155,13 +165,45 @@ class DiscreteActionProjection(Transform):
         return f"DiscreteActionProjection(num_actions_effective={self.num_actions_effective}, max_actions={self.max_actions})"
 
 
+def _check_intervals(num_intervals: int | Sequence[int] | torch.Tensor) -> int | list[int]:
+    """Validates ``num_intervals``: an int, or one int per action dim (list or 1-d tensor)."""
+    if isinstance(num_intervals, torch.Tensor):
+        if num_intervals.ndim > 1:
+            raise ValueError(
+                "ActionDiscretizer: num_intervals must be an int or a 1-d sequence, "
+                f"got a tensor of shape {tuple(num_intervals.shape)}"
+            )
+        num_intervals = num_intervals.tolist()
+    try:
+        values = [num_intervals] if isinstance(num_intervals, int) else list(num_intervals)
+    except TypeError:  # not a sequence: reported below
+        values = [num_intervals]
+    if not values or any(isinstance(n, bool) or not isinstance(n, int) or n < 2 for n in values):
+        raise ValueError(
+            f"ActionDiscretizer: num_intervals must be >= 2 (an int or one per action dim), "
+            f"got {num_intervals!r}"
+        )
+    return num_intervals if isinstance(num_intervals, int) else values
+
+
 class ActionDiscretizer(Transform):
     """Exposes a bounded continuous action as ``num_intervals`` discrete choices per dim.
 
-    The policy writes integer actions (``Categorical`` spec, same shape as the continuous one);
-    the inverse maps each index to the median (``sampling="median"``), low or high end of its
-    interval. With ``out_action_key`` different from ``action_key``, only the discrete entry is
-    exposed as an action.
+    With ``categorical=True`` the policy writes integer actions: a ``Categorical`` spec of the
+    continuous action's shape for an int ``num_intervals``, a ``MultiCategorical`` for one
+    count per action dim. With ``categorical=False`` it writes one-hot actions, as in TorchRL: a
+    ``OneHot`` spec of size ``n`` for a scalar action, otherwise a ``MultiOneHot`` over the last
+    action dim (size ``sum(nvec)``). The inverse maps each choice to the median
+    (``sampling="median"``), low or high end of its interval. With ``out_action_key`` different
+    from ``action_key``, only the discrete entry is exposed as an action.
+
+    Args:
+        num_intervals: choices per action dim: an int for all dims, or one int per element of
+            the last action dim (list or 1-d tensor; a single-element list applies to all).
+        action_key: the continuous (``Bounded``) action of the parent env.
+        out_action_key: where the policy writes the discrete action (default ``action_key``).
+        sampling: ``"median"`` (default), ``"low"`` or ``"high"``: the point of the interval.
+        categorical: integer actions if ``True`` (default), one-hot actions otherwise.
 
     Examples:
         >>> from torchenv.envs import PendulumEnv
@@ -169,27 +211,27 @@ class ActionDiscretizer(Transform):
         >>> env = TransformedEnv(PendulumEnv(), ActionDiscretizer(num_intervals=5))
         >>> env.action_spec.space.n, env.rand_step()["action"].dtype
         (5, torch.int64)
+        >>> env = TransformedEnv(PendulumEnv(), ActionDiscretizer(5, categorical=False))
+        >>> type(env.action_spec).__name__, env.rand_step()["action"].shape
+        ('MultiOneHot', torch.Size([5]))
     """
 
     SAMPLING = {"median": 0.5, "low": 0.0, "high": 1.0}
 
     def __init__(
         self,
-        num_intervals: int,
+        num_intervals: int | Sequence[int] | torch.Tensor,
         action_key: NestedKey = "action",
         out_action_key: NestedKey | None = None,
         sampling: str | None = None,
         categorical: bool = True,
     ) -> None:
-        if num_intervals < 2:
-            raise ValueError(f"ActionDiscretizer: num_intervals must be >= 2, got {num_intervals}")
+        num_intervals = _check_intervals(num_intervals)
         sampling = (sampling or "median").lower()
         if sampling not in self.SAMPLING:
             raise ValueError(
                 f"ActionDiscretizer: sampling must be one of {list(self.SAMPLING)}, got {sampling!r}"
             )
-        if not categorical:
-            raise NotImplementedError("ActionDiscretizer: only categorical=True is supported")
         out_action_key = out_action_key if out_action_key is not None else action_key
         super().__init__(in_keys_inv=[action_key], out_keys_inv=[out_action_key])
         self.num_intervals = num_intervals
@@ -198,40 +240,88 @@ class ActionDiscretizer(Transform):
         self.categorical = categorical
         self.register_buffer("_low", None)
         self.register_buffer("_high", None)
-        self.register_buffer("_inner_dtype_marker", None)
+        self.register_buffer("_n", None)  # choices per action dim (float64, broadcast on last dim)
+        self._nvec: list[int] | None = None  # one-hot chunk sizes (None for a scalar action)
+        self._uniform = True  # whether every action dim has the same number of choices
         self._inner_dtype = None
 
-    def _inv_apply_transform(self, index: torch.Tensor) -> torch.Tensor:
+    def _to_index(self, action: torch.Tensor) -> torch.Tensor:
+        """The chosen interval of every action dim (the one-hot action is turned into indices)."""
+        if self.categorical:
+            return action
+        if action.dtype == torch.bool:
+            action = action.to(torch.uint8)
+        nvec = self._nvec
+        if nvec is None:
+            return action.argmax(-1)
+        if self._uniform:
+            return action.unflatten(-1, (len(nvec), nvec[0])).argmax(-1)
+        return torch.stack([chunk.argmax(-1) for chunk in action.split(nvec, -1)], -1)
+
+    def _inv_apply_transform(self, action: torch.Tensor) -> torch.Tensor:
         if self._low is None:
-            raise RuntimeError(
-                "ActionDiscretizer needs an env with a Bounded action (none seen yet)"
-            )
-        frac = (index.to(self._low.dtype) + self.SAMPLING[self.sampling]) / self.num_intervals
+            env = self.container
+            if env is not None:  # the specs are built lazily: reading them sets the bounds
+                _ = env.full_action_spec
+            if self._low is None:
+                raise RuntimeError(
+                    "ActionDiscretizer needs an env with a Bounded action (none seen yet)"
+                )
+        index = self._to_index(action).to(self._low.dtype)
+        frac = (index + self.SAMPLING[self.sampling]) / self._n
         value = self._low + (self._high - self._low) * frac
         return value.to(self._inner_dtype)
 
     def _reset(self, tensordict, tensordict_reset):
         return tensordict_reset
 
+    def _action_nvec(self, action_shape: torch.Size) -> list[int]:
+        """Choices per element of the last action dim (one entry for a scalar action)."""
+        n = self.num_intervals
+        count = action_shape[-1] if action_shape else 1
+        nvec = [n] * count if isinstance(n, int) else n * count if len(n) == 1 else list(n)
+        if len(nvec) != count:
+            raise ValueError(
+                f"ActionDiscretizer: num_intervals {n} must have one entry per element of the "
+                f"last dim of the action {self.action_key!r}, whose shape is {list(action_shape)}"
+            )
+        return nvec
+
     def transform_input_spec(self, input_spec: Composite) -> Composite:
+        batch_dims = input_spec.ndim
+
         def outer(spec: TensorSpec) -> TensorSpec:
             if not isinstance(spec, Bounded):
                 raise TypeError(
                     f"ActionDiscretizer needs a Bounded action spec for {self.action_key!r}, "
                     f"got {type(spec).__name__}"
                 )
+            scalar = spec.ndim == batch_dims
+            nvec = self._action_nvec(spec.shape[batch_dims:])
             self._low = spec.space.low.to(torch.float64).clone()
             self._high = spec.space.high.to(torch.float64).clone()
+            n_t = torch.tensor(nvec, dtype=torch.float64, device=spec.device)
+            self._n = n_t.squeeze(0) if scalar else n_t
+            self._nvec = None if scalar else nvec
+            self._uniform = len(set(nvec)) == 1
             self._inner_dtype = spec.dtype
-            return Categorical(
-                self.num_intervals, shape=spec.shape, dtype=torch.int64, device=spec.device
-            )
+            shape, device = spec.shape, spec.device
+            if self.categorical:
+                if scalar or isinstance(self.num_intervals, int):
+                    return Categorical(nvec[0], shape=shape, dtype=torch.int64, device=device)
+                return MultiCategorical(nvec, shape=shape, dtype=torch.int64, device=device)
+            if scalar:
+                return OneHot(nvec[0], shape=(*shape, nvec[0]), device=device)
+            return MultiOneHot(nvec, shape=(*shape[:-1], sum(nvec)), device=device)
 
         self._map_inv_specs(input_spec["full_action_spec"], outer)
         return input_spec
 
     def __repr__(self) -> str:
-        return f"ActionDiscretizer(num_intervals={self.num_intervals}, sampling={self.sampling!r})"
+        return (
+            f"ActionDiscretizer(num_intervals={self.num_intervals}, sampling={self.sampling!r}, "
+            f"categorical={self.categorical})"
+        )
 
 
 class MultiAction(Transform):

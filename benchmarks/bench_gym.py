@@ -7,8 +7,9 @@ actions) and against TorchRL's ``GymEnv.rollout`` run by the TorchRL interpreter
 ``TORCHENV_BENCH_TORCHRL_PYTHON`` (skipped when unset).
 
 Vector envs: ``GymEnv("CartPole-v1", num_envs=N)`` (rollout, partial resets included) against the
-same gymnasium vector env stepped directly (its own autoreset), for the ``sync`` and
-``vector_entry_point`` modes.
+same gymnasium vector env stepped directly (its own autoreset, fixed actions, nothing kept), for
+the ``sync`` and ``vector_entry_point`` modes; and, as a floor for any wrapper that returns the
+trajectory, a bare numpy loop that draws random actions and keeps the step's arrays.
 
 Each of ``--repeats`` rounds (default 3) runs the TorchRL side, ours and raw gymnasium in turn;
 the best rate of each is kept, so that a busy moment of the (shared) machine does not land on
@@ -104,6 +105,32 @@ def raw_vector(num_envs: int, mode: str) -> float:
     return _rate(run, n * num_envs)
 
 
+def stored_vector(num_envs: int, mode: str) -> float:
+    """A hand-written numpy loop that keeps what a rollout keeps: random actions drawn per step,
+    the step's arrays appended to lists and stacked batch-major at the end (the floor of any
+    wrapper that returns the trajectory, against the bare loop of ``raw_vector``)."""
+    import gymnasium
+    import numpy as np
+
+    env = gymnasium.make_vec("CartPole-v1", num_envs=num_envs, vectorization_mode=mode)
+    env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    n = 200 if mode == "vector_entry_point" else 20
+
+    def run():
+        actions, obs, rewards, terminated, truncated = [], [], [], [], []
+        for _ in range(n):
+            action = rng.integers(0, 2, num_envs)
+            o, r, te, tr, _ = env.step(action)
+            for store, value in zip(
+                (actions, obs, rewards, terminated, truncated), (action, o, r, te, tr)
+            ):
+                store.append(value)
+        return [np.stack(store, 1) for store in (actions, obs, rewards, terminated, truncated)]
+
+    return _rate(run, n * num_envs)
+
+
 # ---------------------------------------------------------------------------- TorchRL's side
 def torchrl_single(env_id: str) -> float:
     from torchrl.envs import GymEnv
@@ -158,6 +185,7 @@ def main() -> None:
         raw_rounds.append({env_id: raw_single(env_id) for env_id in SINGLE})
         ours_rounds[-1] |= {(n, m): ours_vector(n, m) for n, m in VECTOR}
         raw_rounds[-1] |= {(n, m): raw_vector(n, m) for n, m in VECTOR}
+        raw_rounds[-1] |= {("stored", n, m): stored_vector(n, m) for n, m in VECTOR}
     if skipped:
         print(f"(TorchRL side skipped: {skipped})")
     trl, ours, raw = _best(trl_rounds), _best(ours_rounds), _best(raw_rounds)
@@ -169,10 +197,21 @@ def main() -> None:
         col = f"{theirs:>12,.0f}" if theirs else f"{'-':>12}"
         ratio = ours[env_id] / raw[env_id]
         print(f"{env_id:<18}{ours[env_id]:>12,.0f}{raw[env_id]:>12,.0f}{col}{ratio:>8.0%} {vs_trl}")
-    print(f"\n{'CartPole vector':<30}{'torchenv':>14}{'gymnasium':>14}{'ratio':>8}")
+    print(
+        f"\n{'CartPole vector':<30}{'torchenv':>12}{'gymnasium':>12}{'ratio':>7}"
+        f"{'numpy+store':>13}{'its ratio':>10}"
+    )
     for key in VECTOR:
         label = f"num_envs={key[0]} {key[1]}"
-        print(f"{label:<30}{ours[key]:>14,.0f}{raw[key]:>14,.0f}{ours[key] / raw[key]:>8.0%}")
+        stored = raw[("stored", *key)]
+        print(
+            f"{label:<30}{ours[key]:>12,.0f}{raw[key]:>12,.0f}{ours[key] / raw[key]:>7.0%}"
+            f"{stored:>13,.0f}{stored / raw[key]:>10.0%}"
+        )
+    print(
+        "numpy+store: a bare numpy loop that also keeps the trajectory (random actions, arrays "
+        "stacked at the end); 'its ratio' is its rate over gymnasium's bare loop"
+    )
 
 
 if __name__ == "__main__":

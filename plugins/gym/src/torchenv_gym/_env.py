@@ -318,13 +318,7 @@ class GymWrapper(EnvBase):
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
         if self._vec is not None:
             return self._vec.step(tensordict)
-        if self._action_is_td:
-            action = self._write_action(tensordict)
-        elif type(tensordict) is TensorDict:
-            action = self._write_action(tensordict._tensordict[self._action_key])
-        else:
-            action = self._write_action(tensordict.get(self._action_key))
-        obs, reward, terminated, truncated, info = self._step_raw(action)
+        obs, reward, terminated, truncated, info = self._step_raw(self._action_of(tensordict))
         out = self._read_obs(obs)
         out["reward"] = torch.from_numpy(np.array([reward], dtype=np.float32))
         # one small array, three views: fewer allocations than three arrays
@@ -338,6 +332,14 @@ class GymWrapper(EnvBase):
         if self.info_dict_reader:
             td = self._read_info(info, td)
         return td
+
+    def _action_of(self, tensordict: TensorDictBase) -> Any:
+        """The action of ``tensordict`` in the form ``env.step`` takes."""
+        if self._action_is_td:
+            return self._write_action(tensordict)
+        if type(tensordict) is TensorDict:
+            return self._write_action(tensordict._tensordict[self._action_key])
+        return self._write_action(tensordict.get(self._action_key))
 
     def _step_raw(self, action: Any) -> tuple:
         """The simulator's ``(obs, reward, terminated, truncated, info)``, frame skip included."""

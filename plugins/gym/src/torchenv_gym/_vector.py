@@ -244,13 +244,7 @@ class VectorAdapter:
 
     def step(self, tensordict: TensorDictBase) -> TensorDictBase:
         w = self.wrapper
-        if w._action_is_td:
-            action = w._write_action(tensordict)
-        elif type(tensordict) is TensorDict:
-            action = w._write_action(tensordict._tensordict[w._action_key])
-        else:
-            action = w._write_action(tensordict.get(w._action_key))
-        obs, reward, terminated, truncated, done, info = self._step_raw(action)
+        obs, reward, terminated, truncated, done, info = self._step_raw(w._action_of(tensordict))
         out = w._read_obs(obs)
         n = self._shape
         out["reward"] = torch.from_numpy(np.asarray(reward, dtype=np.float32).reshape(n))

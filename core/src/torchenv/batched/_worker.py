@@ -22,8 +22,8 @@ Protocol of a worker (all objects created by the parent before the process start
 * The worker ignores SIGINT (the parent handles Ctrl-C and closes it), and exits by itself when
   its parent process disappears (checked every second while idle).
 
-Only ``torch``, ``tensordict`` and ``numpy`` are imported here; the environment's own imports happen when
-its constructor runs in the worker.
+Only ``torch``, ``tensordict`` and ``numpy`` are imported here; the environment's own imports
+happen when its constructor runs in the worker.
 """
 
 from __future__ import annotations

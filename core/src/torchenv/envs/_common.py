@@ -11,7 +11,7 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from tensordict.utils import NestedKey
 
-from torchenv.envs._direct import direct_plan, direct_step_and_maybe_reset
+from torchenv.envs._direct import cached_direct_plan, direct_step_and_maybe_reset
 from torchenv.envs._reset import (
     check_done_after_reset,
     merge_root_reset,
@@ -481,16 +481,13 @@ class EnvBase(_EnvSpecs, torch.nn.Module, metaclass=_EnvMeta):
             ``(tensordict, tensordict_)``: the step output (with ``"next"``) and the input
             of the next step.
         """
-        d = self.__dict__
-        if type(tensordict) is TensorDict and d["_is_spec_locked"] and not d["_run_type_checks"]:
-            direct = d["_cache"].get("direct")
-            if direct is None:
-                direct = d["_cache"]["direct"] = direct_plan(self) or False
-            if direct and self._direct_io_supported():
+        if type(tensordict) is TensorDict:
+            direct = cached_direct_plan(self)
+            if direct is not None:
                 out = direct_step_and_maybe_reset(self, direct, tensordict)
                 if out is not None:
                     return out
-        device = d["_device"]
+        device = self.__dict__["_device"]
         if device is not None and tensordict.device != device:
             tensordict = tensordict.to(device)
         tensordict = self.step(tensordict)

@@ -31,7 +31,13 @@ import numpy as np
 import torch
 from tensordict import TensorDict, TensorDictBase
 
-__all__ = ["DirectPlan", "direct_plan", "rollout_direct"]
+__all__ = [
+    "DirectPlan",
+    "cached_direct_plan",
+    "direct_plan",
+    "direct_step_and_maybe_reset",
+    "rollout_direct",
+]
 
 # EnvBase methods that the direct path stands in for: an env class overriding any of them
 # changes what a step does, and keeps the TensorDict path.
@@ -151,6 +157,19 @@ def direct_plan(env: Any) -> DirectPlan | None:
     except (TypeError, RuntimeError, AttributeError, IndexError):
         return None
     return direct
+
+
+def cached_direct_plan(env: Any) -> DirectPlan | None:
+    """``direct_plan(env)``, kept in the env's cache while its specs are locked (the cache is
+    emptied when specs change); ``None`` as well when, at the time of the call, type checks are
+    on or the env no longer supports the hooks (e.g. an info reader was added)."""
+    d = env.__dict__
+    if not d["_is_spec_locked"] or d["_run_type_checks"]:
+        return None
+    plan = d["_cache"].get("direct")
+    if plan is None:
+        plan = d["_cache"]["direct"] = direct_plan(env) or False
+    return plan if plan and env._direct_io_supported() else None
 
 
 _BLOCK_CHECKED: dict = {}  # (spec class, dtype, shape) -> whether blocks equal successive draws

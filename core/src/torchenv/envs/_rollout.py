@@ -10,7 +10,7 @@ import torch
 from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
 from tensordict.nn import TensorDictModuleBase
 
-from torchenv.envs._direct import direct_plan, rollout_direct
+from torchenv.envs._direct import cached_direct_plan, rollout_direct
 from torchenv.envs._utils import _any, _replace_last, terminated_or_truncated
 
 __all__: list[str] = []
@@ -125,7 +125,7 @@ def rollout(
         and return_contiguous
         and not break_when_all_done
     ):
-        plan = direct_plan(env)
+        plan = cached_direct_plan(env)
         if plan is not None:
             first = env.reset()
             result = rollout_direct(env, plan, first, max_steps, break_when_any_done)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 import torch
@@ -287,3 +289,40 @@ def test_step_and_maybe_reset_matches(make, extra):
     finally:
         direct.close()
         general.close()
+
+
+def _vector_cartpole(direct: bool, mode: str):
+    env = GymEnv("CartPole-v1", num_envs=3, vectorization_mode=mode)
+    return env if direct else _td_path(env)
+
+
+def _batched_loop(cls, direct: bool, mode: str, steps: int = 50):
+    env = cls(2, functools.partial(_vector_cartpole, direct, mode))
+    try:
+        env.set_seed(0)
+        torch.manual_seed(0)
+        td = env.reset()
+        outs = []
+        for _ in range(steps):
+            td = env.rand_action(td)
+            step, td = env.step_and_maybe_reset(td)
+            outs.append((step.clone(), td.clone()))
+        return outs
+    finally:
+        env.close()
+
+
+@pytest.mark.parallel
+@pytest.mark.parametrize("mode", ["sync"] + (["vector_entry_point"] if GYMNASIUM_1 else []))
+def test_batched_envs_of_vector_envs_match(mode):
+    """Sub-envs that are vector envs themselves: the runners' direct path resets the sub-env
+    rows that are done (partial resets inside a worker), as the TensorDict path does."""
+    reference = _batched_loop(SerialEnv, False, mode)
+    for cls in (SerialEnv, ParallelEnv):
+        for (step_a, next_a), (step_b, next_b) in zip(
+            _batched_loop(cls, True, mode), reference, strict=True
+        ):
+            for a, b in ((step_a, step_b), (next_a, next_b)):
+                assert set(a.keys(True, True)) == set(b.keys(True, True))
+                for key in b.keys(True, True):
+                    assert torch.equal(a[key], b[key]), (cls.__name__, key)

@@ -299,15 +299,7 @@ def _vector_cartpole(direct: bool, mode: str):
 def _batched_loop(cls, direct: bool, mode: str, steps: int = 50):
     env = cls(2, functools.partial(_vector_cartpole, direct, mode))
     try:
-        env.set_seed(0)
-        torch.manual_seed(0)
-        td = env.reset()
-        outs = []
-        for _ in range(steps):
-            td = env.rand_action(td)
-            step, td = env.step_and_maybe_reset(td)
-            outs.append((step.clone(), td.clone()))
-        return outs
+        return _step_loop(env, steps, extra=False)
     finally:
         env.close()
 

@@ -45,6 +45,9 @@ _EXPORTS: dict[str, str] = {
         for name in (
             "EnvBase",
             "EnvMetaData",
+            "ExplorationType",
+            "exploration_type",
+            "set_exploration_type",
             "MarlGroupMapType",
             "RandomPolicy",
             "check_env_specs",
@@ -139,6 +142,12 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = sorted([*_EXPORTS, "__version__"])
+
+# TorchRL interop: once torchrl is imported too, our envs and specs pass its isinstance checks.
+from torchenv.interop._hook import install_torchrl_hook  # noqa: E402
+
+install_torchrl_hook()
+del install_torchrl_hook
 
 
 def __getattr__(name: str) -> Any:

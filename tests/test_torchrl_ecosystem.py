@@ -29,17 +29,13 @@ from torchrl.objectives import ClipPPOLoss, DQNLoss  # noqa: E402
 from torchrl.objectives.value import GAE  # noqa: E402
 
 import torchenv  # noqa: E402
-from torchenv.interop import from_torchrl, to_torchrl  # noqa: E402
+from torchenv.interop import TorchRLFactory, from_torchrl, to_torchrl  # noqa: E402
 from torchenv.transforms import RenameTransform, VecNorm  # noqa: E402
 
 pytestmark = pytest.mark.torchrl
 
 make_cartpole = functools.partial(torchenv.make, "builtin:CartPole")
 make_pendulum = functools.partial(torchenv.make, "builtin:Pendulum")
-
-
-def make_torchrl_cartpole():
-    return to_torchrl(make_cartpole())
 
 
 def _q_actor(env):
@@ -158,7 +154,7 @@ def test_torchrl_transformed_env_around_our_env():
 def test_torchrl_parallel_env_of_our_env():
     from torchrl.envs import ParallelEnv
 
-    env = ParallelEnv(2, make_torchrl_cartpole)
+    env = ParallelEnv(2, TorchRLFactory("builtin:CartPole"))
     try:
         data = env.rollout(5, break_when_any_done=False)
     finally:

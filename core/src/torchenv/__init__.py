@@ -126,6 +126,8 @@ _EXPORTS: dict[str, str] = {
     **{name: "torchenv.batched" for name in ("SerialEnv", "ParallelEnv", "EnvCreator")},
     # versions
     "implement_for": "torchenv.versions",
+    # outward interfaces
+    "to_gymnasium": "torchenv.interop",
     # registry
     **{
         name: "torchenv.registry"

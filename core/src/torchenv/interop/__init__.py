@@ -15,6 +15,7 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
+    "TorchRLFactory": "torchenv.interop._adapters",
     "TorchenvView": "torchenv.interop._adapters",
     "from_torchrl": "torchenv.interop._adapters",
     "to_torchrl": "torchenv.interop._adapters",
@@ -24,6 +25,9 @@ _EXPORTS = {
     "from_torchrl_spec": "torchenv.specs._torchrl",
     "is_torchrl_spec": "torchenv.specs._torchrl",
     "to_torchrl_spec": "torchenv.specs._torchrl",
+    "to_gymnasium": "torchenv.interop._gymnasium",
+    "to_sb3": "torchenv.interop._sb3",
+    "spec_to_space": "torchenv.interop._spaces_out",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -18,7 +18,7 @@ from tensordict import TensorDictBase
 from torchenv.envs import EnvBase
 from torchenv.specs._torchrl import from_torchrl_spec, to_torchrl_spec
 
-__all__ = ["from_torchrl", "to_torchrl"]
+__all__ = ["TorchRLFactory", "from_torchrl", "to_torchrl"]
 
 _SPEC_PARTS = (
     "full_observation_spec",
@@ -77,6 +77,33 @@ def to_torchrl(env: EnvBase) -> Any:
     if not isinstance(env, EnvBase):
         raise TypeError(f"to_torchrl expects a torchenv EnvBase, got {type(env).__name__}")
     return _torchrl_adapter_class()(env)
+
+
+class TorchRLFactory:
+    """A picklable ``() -> to_torchrl(torchenv.make(name, **kwargs))``, for TorchRL's batched envs.
+
+    TorchRL's ``ParallelEnv`` builds its envs in worker processes from a factory; this one
+    makes a torchenv env by registry name and hands TorchRL its TorchRL view.
+
+    >>> factory = TorchRLFactory("builtin:Pendulum")
+    >>> factory
+    TorchRLFactory('builtin:Pendulum')
+    >>> from torchrl.envs import ParallelEnv  # doctest: +SKIP
+    >>> env = ParallelEnv(2, factory)  # doctest: +SKIP
+    """
+
+    def __init__(self, name: str, **kwargs: Any) -> None:
+        self.name = name
+        self.kwargs = kwargs
+
+    def __call__(self) -> Any:
+        from torchenv.registry import make
+
+        return to_torchrl(make(self.name, **self.kwargs))
+
+    def __repr__(self) -> str:
+        args = [repr(self.name), *(f"{k}={v!r}" for k, v in self.kwargs.items())]
+        return f"TorchRLFactory({', '.join(args)})"
 
 
 class TorchenvView(EnvBase):

@@ -16,6 +16,12 @@ from torchenv.interop import to_sb3  # noqa: E402
 pytestmark = pytest.mark.filterwarnings("ignore:.*Box observation space (minimum|maximum)")
 
 
+@pytest.fixture(autouse=True)
+def _sb3_logs_in_tmp(tmp_path, monkeypatch):
+    """SB3's learn() creates a log folder under the system temp dir unless told where."""
+    monkeypatch.setenv("SB3_LOGDIR", str(tmp_path / "sb3"))
+
+
 def test_vec_env_protocol_and_episode_ends():
     vec = to_sb3(torchenv.make("builtin:CartPole", batch_size=[3], max_episode_steps=5))
     assert isinstance(vec, VecEnv) and vec.num_envs == 3

@@ -586,6 +586,8 @@ class EnvBase(_EnvSpecs, TorchRLInternals, torch.nn.Module, metaclass=_EnvMeta):
             set_truncated (bool): mark the last step as truncated.
             out (TensorDictBase): a tensordict to stack into.
             trust_policy (bool): call the policy as is, without checking or wrapping it.
+            progress (bool | str): show a progress bar (tqdm) on stderr, labelled with the
+                string if one is given.
 
         Returns:
             the stacked steps, with a trailing dim named ``"time"``.

@@ -60,3 +60,12 @@ def torchenv_make_env(backend: str, env_id: str, kwargs: dict[str, Any]) -> Any:
 
             raise UnknownEnvError(backend, env_id, known)
         return GymEnv(env_id, **kwargs)
+
+
+@hookimpl
+def torchenv_raw_loop(backend: str, env_id: str, kwargs: dict[str, Any]) -> Any:
+    if backend not in _LIBRARIES:
+        return None
+    from torchenv_gym._raw import make_raw_loop
+
+    return make_raw_loop(backend, env_id, kwargs)

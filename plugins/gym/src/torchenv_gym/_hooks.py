@@ -21,7 +21,7 @@ def torchenv_backends() -> list[Backend]:
             distribution=_DIST,
             simulator="gymnasium",
             supported=">=0.29",
-            install='pip install "torchenv[gym]" gymnasium',
+            install='pip install "torchenv[gymnasium]"',
             description="Gymnasium envs (classic control, Box2D, MuJoCo, Atari, ...), "
             "single or vectorised (num_envs=N).",
         ),
@@ -30,7 +30,7 @@ def torchenv_backends() -> list[Backend]:
             distribution=_DIST,
             simulator="gym",
             supported=">=0.23,<0.27",
-            install='pip install "torchenv[gym]" "gym>=0.23,<0.27"',
+            install='pip install "torchenv[gym]"',
             description="Legacy OpenAI gym envs (gym 0.23 to 0.26).",
         ),
     ]

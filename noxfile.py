@@ -31,6 +31,7 @@ DOCS_PAGES = [
     "docs/migrating-from-torchrl.md",
     "docs/plugins.md",
     "docs/export.md",
+    "docs/recording.md",
 ]
 
 
@@ -130,11 +131,12 @@ def demo(session: nox.Session) -> None:
 
 @nox.session
 def docs(session: nox.Session) -> None:
-    """The user guide's examples (docs/*.md) and every module's docstring examples, as doctests."""
+    """The docs site (mkdocs build --strict into site/) and every page's examples as doctests."""
     for page in DOCS_PAGES:
         if not (ROOT / page).is_file():
             session.error(f"{page} is missing")
     _install_workspace(session)
+    session.run("mkdocs", "build", "--strict", env={"NO_MKDOCS_2_WARNING": "1"})
     sources = ["core/src", *(f"{plugin}/src" for plugin in _plugins())]
     session.run(
         "pytest",

@@ -81,7 +81,7 @@ def _torchrl_python(session: nox.Session) -> str:
         str(ROOT / "constraints-torchrl.txt"),
         "torchrl==0.14.1",
         "gymnasium",
-        "mujoco>=3",  # HalfCheetah in bench_gym.py
+        "mujoco==3.17.0",  # HalfCheetah in bench_gym.py; the version of the CI venv
         "imageio",
         external=True,
     )

@@ -86,7 +86,7 @@ def _specs_set_before_init(env: Any) -> dict[str, Composite]:
             if not isinstance(source, Composite):
                 continue
             for part in parts:
-                value = source.get(part, None) if part in source.keys() else None
+                value = source.get(part, None)
                 if value is not None and (not isinstance(value, Composite) or len(value.keys())):
                     carried[part] = value.clone()
     return carried

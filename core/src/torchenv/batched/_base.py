@@ -563,8 +563,14 @@ class BatchedEnvBase(EnvBase):
         if not d["_started"]:
             self.start()
         batch_size = d["_batch_size"]
+        plan = d["_cache"].get("plan") or self._plan
         if tensordict.batch_size != batch_size:
-            self._check_batch(tensordict, self._plan)
+            self._check_batch(tensordict, plan)
+        # the checks of ``step`` (the buffers would otherwise keep the last step's action, or
+        # broadcast / cast whatever comes): one look per action key when all is well
+        type_checks = d["_run_type_checks"]
+        if type_checks or not plan.actions_ok(tensordict):
+            plan.check_actions(self, tensordict, type_checks)
         groups = d["_groups"]
         if torch.is_grad_enabled():
             with torch.no_grad():

@@ -44,7 +44,9 @@ def test_bool_action_for_a_float_spec_is_refused(env):
 def test_zero_dim_action_is_not_broadcast(env):
     td = env.reset()
     td._tensordict["action"] = torch.tensor(0.5)  # what a careless writer may leave
-    with pytest.raises(ValueError, match=r"'action' has shape \(\) but the spec expects shape \(2, 1\)"):
+    with pytest.raises(
+        ValueError, match=r"'action' has shape \(\) but the spec expects shape \(2, 1\)"
+    ):
         env.step_and_maybe_reset(td)
 
 

@@ -120,7 +120,9 @@ def test_wrongly_shaped_action_on_tictactoe_is_refused():
     env = TicTacToeEnv(seed=0)
     td = env.reset()
     td["action"] = torch.tensor([0, 4])
-    with pytest.raises(ValueError, match=r"'action' has shape \(2,\) but the spec expects shape \(\)"):
+    with pytest.raises(
+        ValueError, match=r"'action' has shape \(2,\) but the spec expects shape \(\)"
+    ):
         env.step(td)
     td = env.reset(TensorDict(batch_size=[3]))
     td["action"] = torch.tensor([[0], [1], [2]])

@@ -309,7 +309,9 @@ def test_batch_unlocked_action_shape_checked_after_leading_dims():
     env = StatelessEnv()
     td = env.reset(TensorDict(batch_size=[4]))
     td["action"] = torch.zeros(4, 2)
-    with pytest.raises(ValueError, match=r"expects shape \(4, 1\) \(the input.s batch dims \(4,\) \+ spec\)"):
+    with pytest.raises(
+        ValueError, match=r"expects shape \(4, 1\) \(the input.s batch dims \(4,\) \+ spec\)"
+    ):
         env.step(td)
 
 

@@ -98,15 +98,25 @@ def coerce_action(
         out = value.to(dtype)
         if src == "float" and bool((out.isinf() & value.isfinite()).any()):
             _refuse(
-                where, key, dtype, value, f"some values overflow {dtype} (max "
-                f"{torch.finfo(dtype).max:g})", ValueError
+                where,
+                key,
+                dtype,
+                value,
+                f"some values overflow {dtype} (max {torch.finfo(dtype).max:g})",
+                ValueError,
             )
         return out
     if dst == "bool":
         if not bool(((value == 0) | (value == 1)).all()):
             bad = value[(value != 0) & (value != 1)].flatten()[0].item()
-            _refuse(where, key, dtype, value, f"only 0 and 1 can be cast to bool (got {bad})",
-                    ValueError)
+            _refuse(
+                where,
+                key,
+                dtype,
+                value,
+                f"only 0 and 1 can be cast to bool (got {bad})",
+                ValueError,
+            )
         return value.to(dtype)
     # an integer spec
     if src == "bool":
@@ -117,7 +127,10 @@ def coerce_action(
         if not bool(whole.all()):
             bad = value[~whole].flatten()[0].item()
             _refuse(
-                where, key, dtype, value,
+                where,
+                key,
+                dtype,
+                value,
                 f"its values are not whole numbers (e.g. {bad}), so they cannot be cast",
             )
     if value.numel():
@@ -125,7 +138,11 @@ def coerce_action(
         low, high = value.min().item(), value.max().item()
         if low < info.min or high > info.max:
             _refuse(
-                where, key, dtype, value,
-                f"values in [{low}, {high}] do not fit in [{info.min}, {info.max}]", ValueError,
+                where,
+                key,
+                dtype,
+                value,
+                f"values in [{low}, {high}] do not fit in [{info.min}, {info.max}]",
+                ValueError,
             )
     return value.to(dtype)

@@ -79,7 +79,12 @@ class SerialEnv(BatchedEnvBase):
         args: Sequence[Any] | None = None,
         reply: bool = False,
     ) -> list | None:
-        runners = self.__dict__["_runners"]
+        runners = self.__dict__.get("_runners")
+        if runners is None:
+            raise W.EnvClosedError(
+                "the SerialEnv was closed (from another thread?); reset() starts new "
+                "sub-environments"
+            )
         out, flagged = [], []
         for n, i in enumerate(workers):
             runner = runners[i]

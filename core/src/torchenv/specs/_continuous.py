@@ -228,7 +228,7 @@ class Bounded(TensorSpec):
                 f"{type(self).__name__}: low (shape {list(low_t.shape)}) and high (shape {list(high_t.shape)}) "
                 f"do not broadcast to the spec shape {list(shape)}."
             ) from None
-        if bool((self.low > self.high).any()):
+        if bool((low_t > high_t).any()):  # the bounds as given: an empty shape hides nothing
             raise ValueError(
                 f"{type(self).__name__}: low must be <= high, got low={low!r} and high={high!r}."
             )

@@ -30,6 +30,10 @@ def _as_nvec(owner: str, nvec: Any) -> torch.Tensor:
     """``nvec`` as a long tensor of whole numbers >= 1; else an error naming ``nvec``."""
     if isinstance(nvec, (str, bytes)) or nvec is None:
         raise TypeError(f"{owner}: nvec must be a sequence of ints >= 1; got {nvec!r}.")
+    if not isinstance(nvec, (torch.Tensor, np.ndarray)) and any(
+        isinstance(x, (bool, np.bool_)) for x in np.asarray(nvec, dtype=object).reshape(-1)
+    ):
+        raise TypeError(f"{owner}: nvec must be a sequence of ints >= 1, not bools; got {nvec!r}.")
     try:
         raw = nvec if isinstance(nvec, torch.Tensor) else torch.as_tensor(np.asarray(nvec))
     except (TypeError, ValueError, RuntimeError):

@@ -9,7 +9,9 @@ from torchenv.specs import (
     Bounded,
     Categorical,
     MultiCategorical,
+    Composite,
     MultiOneHot,
+    NonTensor,
     OneHot,
     SpecArgumentError,
     Unbounded,
@@ -77,6 +79,24 @@ from torchenv.specs import (
             r"Unbounded\w*: device 'nowhere'",
         ),
         (lambda: Categorical(3, shape=(True,)), TypeError, r"Categorical: shape"),
+        (
+            lambda: Categorical(300, dtype=torch.int8),
+            SpecArgumentError,
+            r"n=300 categories .* do not fit in dtype torch.int8",
+        ),
+        (
+            lambda: Categorical(3, dtype=torch.bool),
+            SpecArgumentError,
+            r"n=3 categories .* torch.bool",
+        ),
+        (
+            lambda: Composite(shape=(2.5,)),
+            TypeError,
+            r"Composite: shape must be a sequence of ints",
+        ),
+        (lambda: Composite(shape=(-2,)), SpecArgumentError, r"Composite: shape dims must be >= 0"),
+        (lambda: Composite(device="nowhere"), SpecArgumentError, r"Composite: device 'nowhere'"),
+        (lambda: NonTensor(shape=(-3,)), SpecArgumentError, r"NonTensor: shape dims must be >= 0"),
     ],
 )
 def test_nonsense_is_refused_naming_the_argument(build, err, match):
@@ -94,3 +114,5 @@ def test_sensible_arguments_still_accepted():
     assert Bounded(0, 255, shape=(3,), dtype=torch.uint8).high.tolist() == [255] * 3
     assert Unbounded(shape=(-1, 2)).shape == (-1, 2)
     assert Binary(shape=(2, 3)).shape == (2, 3)
+    assert Categorical(2, shape=(1,), dtype=torch.bool).is_in(torch.tensor([True]))
+    assert Composite(shape=(-1,)).shape == (-1,)

@@ -23,7 +23,7 @@ from torchenv.specs._utils import (
     copy_if_negative_strides,
     is_float_dtype,
 )
-from torchenv.specs._validate import as_count, as_shape
+from torchenv.specs._validate import as_count, as_shape, check_categories_fit
 
 
 def _sample_mask(mask: torch.Tensor, out_shape: tuple[int, ...]) -> torch.Tensor:
@@ -86,6 +86,7 @@ class Categorical(TensorSpec):
         owner = type(self).__name__
         self.n = as_count(owner, "n", n)
         init_leaf(self, as_shape(owner, shape), device, dtype)
+        check_categories_fit(owner, self.n, self.dtype)
         self.mask = None
         if mask is not None:
             self.update_mask(mask)

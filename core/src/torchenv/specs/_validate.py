@@ -27,7 +27,14 @@ import torch
 
 from torchenv.specs._errors import SpecArgumentError
 
-__all__ = ["as_count", "as_device", "as_dtype", "as_shape", "check_bounds"]
+__all__ = [
+    "as_count",
+    "as_device",
+    "as_dtype",
+    "as_shape",
+    "check_bounds",
+    "check_categories_fit",
+]
 
 
 def _index(value: Any) -> int:
@@ -137,6 +144,29 @@ def as_device(owner: str, device: Any) -> torch.device:
         return torch.device(device)
     except (RuntimeError, ValueError, TypeError) as err:
         raise SpecArgumentError(f"{owner}: device {device!r} is not a device ({err}).") from None
+
+
+def check_categories_fit(owner: str, n: int, dtype: torch.dtype) -> None:
+    """Refuse ``n`` categories (values ``0 .. n - 1``) that ``dtype`` cannot hold.
+
+    Examples:
+        >>> check_categories_fit("Categorical", 2, torch.bool)
+        >>> check_categories_fit("Categorical", 300, torch.int8)
+        Traceback (most recent call last):
+        ...
+        torchenv.specs._errors.SpecArgumentError: Categorical: n=300 categories (values 0 to 299) do not fit in dtype torch.int8 (max 127).
+    """
+    if dtype is torch.bool:
+        top = 1
+    elif dtype.is_floating_point or dtype.is_complex:
+        return
+    else:
+        top = torch.iinfo(dtype).max
+    if n - 1 > top:
+        raise SpecArgumentError(
+            f"{owner}: n={n} categories (values 0 to {n - 1}) do not fit in dtype {dtype} "
+            f"(max {top})."
+        )
 
 
 def check_bounds(owner: str, name: str, value: Any, dtype: torch.dtype, device) -> torch.Tensor:

@@ -13,8 +13,6 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
-import torch
-
 from torchenv.registry._errors import InvalidKwargError
 
 __all__ = ["check_make_kwargs"]
@@ -51,6 +49,8 @@ def _seed(value: Any) -> bool:
 
 
 def _device(value: Any) -> bool:
+    import torch  # not at module level: the registry imports no torch until an env is made
+
     if value is None or isinstance(value, torch.device):
         return True
     if isinstance(value, bool) or not isinstance(value, (str, int)):
@@ -63,12 +63,10 @@ def _device(value: Any) -> bool:
 
 
 def _batch_size(value: Any) -> bool:
-    if isinstance(value, torch.Size):
-        return True
     v = _int(value)
     if v is not None:
         return v >= 0
-    if isinstance(value, (list, tuple)):
+    if isinstance(value, (list, tuple)):  # torch.Size is a tuple
         return all((d := _int(x)) is not None and d >= 0 for x in value)
     return False
 

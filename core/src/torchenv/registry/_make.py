@@ -136,8 +136,12 @@ def _single_owner(name: str) -> tuple[Backend, _manager.PluginRecord] | None:
 def _list_with_timeout(backend: Backend, record: _manager.PluginRecord) -> list[str]:
     """``_list`` in a daemon thread: a hook that hangs is skipped (and warned about), never
     waited for. The thread cannot be stopped; it ends when the hook returns, or with the
-    process."""
-    timeout = float(os.environ.get("TORCHENV_LIST_TIMEOUT", "10"))
+    process. A hook that fails in the thread is called again in this one (some simulators
+    must be imported from the main thread, e.g. to install signal handlers)."""
+    try:
+        timeout = float(os.environ.get("TORCHENV_LIST_TIMEOUT", "10"))
+    except ValueError:
+        timeout = 10.0
     box: list = []
 
     def run() -> None:
@@ -160,7 +164,7 @@ def _list_with_timeout(backend: Backend, record: _manager.PluginRecord) -> list[
         raise TimeoutError(f"torchenv_list_envs of plugin {record.name!r} did not answer")
     kind, value = box[0]
     if kind == "error":
-        raise value
+        return _list(backend, record)
     return value
 
 

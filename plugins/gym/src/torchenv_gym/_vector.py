@@ -32,7 +32,7 @@ import numpy as np
 import torch
 from tensordict import TensorDict, TensorDictBase
 
-from torchenv_gym._codec import _np
+from torchenv.spaces import to_numpy as _np
 from torchenv_gym._versions import (
     AUTORESET_DISABLED,
     AUTORESET_NEXT_STEP,

@@ -74,7 +74,11 @@ def _no_direct(env):
 @pytest.mark.parametrize("break_when_any_done", [True, False])
 @pytest.mark.parametrize("batch_size", BATCHES)
 def test_both_paths_match_a_tensordict_env(batch_size, break_when_any_done, replace):
-    envs = [WalkArray(batch_size, replace=replace), _no_direct(WalkArray(batch_size)), WalkTD(batch_size)]
+    envs = [
+        WalkArray(batch_size, replace=replace),
+        _no_direct(WalkArray(batch_size)),
+        WalkTD(batch_size),
+    ]
     assert direct_plan(envs[0]) is not None
     (direct, direct2), (td_path, td_path2), (ref, ref2) = _rollouts(
         envs, break_when_any_done=break_when_any_done
@@ -176,7 +180,7 @@ def test_seeding_goes_to_the_next_reset():
 
 def test_info_reader_adds_specs_and_disables_the_direct_path():
     env = WalkArray((2,), info=True).set_info_dict_reader(default_info_dict_reader(["horizon"]))
-    assert "horizon" in env.observation_spec.keys()
+    assert "horizon" in env.observation_spec
     assert direct_plan(env) is None
     td = env.rollout(4, break_when_any_done=False)
     assert td["next", "horizon"].shape == (2, 4, 1)

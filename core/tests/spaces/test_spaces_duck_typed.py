@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 import torch
 
-from torchenv.specs import Binary, Bounded, Categorical, Composite, MultiOneHot, OneHot, Unbounded
 from torchenv.spaces import (
     make_array_writer,
     make_direct_obs_writer,
@@ -15,6 +14,7 @@ from torchenv.spaces import (
     register_space_conversion,
     space_to_spec,
 )
+from torchenv.specs import Binary, Bounded, Categorical, Composite, MultiOneHot, OneHot, Unbounded
 
 
 class Space:

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import torch
 
+from torchenv.spaces import make_reader, make_writer
 from torchenv.specs import Binary, Bounded, Categorical, Composite, OneHot, Unbounded
 from torchenv_gym import gym_space_to_spec, register_gym_spec_conversion
-from torchenv.spaces import make_reader, make_writer
 from torchenv_gym._toy_envs import LIB, spaces
 
 

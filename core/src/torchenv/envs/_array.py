@@ -24,8 +24,8 @@ from tensordict import TensorDict, TensorDictBase
 
 from torchenv.envs._common import EnvBase
 from torchenv.envs._info import BaseInfoDictReader, default_info_dict_reader
-from torchenv.specs import Categorical, Composite
 from torchenv.spaces._codec import to_numpy
+from torchenv.specs import Categorical, Composite
 
 __all__ = ["ArrayEnv"]
 
@@ -59,7 +59,7 @@ class _Layout:
         self.action_keys = list(env.full_action_spec.keys(True, True))
         self.flat = all(isinstance(key, str) for key, _, _ in self.step)
         self.flat_action = len(self.action_keys) == 1 and isinstance(self.action_keys[0], str)
-        self.any_object = any(dtype == object for _, _, dtype in self.step)
+        self.any_object = any(dtype.kind == "O" for _, _, dtype in self.step)
         self.batch = tuple(env.batch_size)
         done_keys = [key for key, _, _ in self.done]
         self.done_key = "done" if "done" in done_keys else None

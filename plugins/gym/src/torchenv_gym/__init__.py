@@ -43,7 +43,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    from torchenv_gym._backend import gym_backend, set_gym_backend  # noqa: F401
-    from torchenv_gym._env import GymEnv, GymWrapper  # noqa: F401
     from torchenv.envs import BaseInfoDictReader, default_info_dict_reader  # noqa: F401
     from torchenv.spaces import gym_space_to_spec, register_gym_spec_conversion  # noqa: F401
+    from torchenv_gym._backend import gym_backend, set_gym_backend  # noqa: F401
+    from torchenv_gym._env import GymEnv, GymWrapper  # noqa: F401

@@ -15,12 +15,10 @@ import numpy as np
 import torch
 from tensordict import TensorDict, TensorDictBase
 
-from torchenv.envs import EnvBase
+from torchenv.envs import BaseInfoDictReader, EnvBase, default_info_dict_reader
+from torchenv.spaces import gym_space_to_spec, make_direct_obs_writer, make_reader, make_writer
 from torchenv.specs import Bounded, Categorical, Composite, Unbounded
 from torchenv_gym._backend import gym_backend, registered_ids
-from torchenv.spaces import make_direct_obs_writer, make_reader, make_writer
-from torchenv.envs import BaseInfoDictReader, default_info_dict_reader
-from torchenv.spaces import gym_space_to_spec
 from torchenv_gym._vector import VectorAdapter, is_vector_env
 from torchenv_gym._versions import GymApi
 

@@ -14,8 +14,10 @@ torch.Size([3])
 """
 
 from torchenv.spaces._codec import (
+    make_array_reader,
     make_array_writer,
     make_direct_obs_writer,
+    make_obs_array_reader,
     make_reader,
     make_writer,
     to_numpy,
@@ -31,8 +33,10 @@ from torchenv.spaces._convert import (
 
 __all__ = [
     "gym_space_to_spec",
+    "make_array_reader",
     "make_array_writer",
     "make_direct_obs_writer",
+    "make_obs_array_reader",
     "make_reader",
     "make_writer",
     "numpy_to_torch_dtype",

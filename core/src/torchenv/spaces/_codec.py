@@ -32,8 +32,10 @@ from tensordict import NonTensorData, TensorDict, TensorDictBase
 from torchenv.specs import Composite, TensorSpec
 
 __all__ = [
+    "make_array_reader",
     "make_array_writer",
     "make_direct_obs_writer",
+    "make_obs_array_reader",
     "make_reader",
     "make_writer",
     "to_numpy",
@@ -184,6 +186,62 @@ def make_direct_obs_writer(space: Any, spec: Composite, batch: tuple[int, ...] =
     if write is None:
         return None
     return lambda obs, out: write(obs, out["observation"])
+
+
+# --------------------------------------------------------------------------------- array readers
+ArrayReader = Callable[[Any], np.ndarray]
+
+
+def make_array_reader(
+    space: Any, spec: TensorSpec, batch: tuple[int, ...] = ()
+) -> ArrayReader | None:
+    """Build ``read(value) -> numpy array`` with the spec's shape and dtype (no copy when the
+    value already is one), or ``None`` for spaces that need more (one-hot encodings, tuples,
+    text...). What :func:`make_reader` gives, before ``torch.from_numpy``.
+    """
+    kind = _kind(space)
+    name = type(spec).__name__
+    if kind in ("Box", "MultiBinary"):
+        np_dtype = np.dtype(space.dtype)
+        if kind == "Box" and tuple(space.shape) == ():
+            shape = (*batch, 1)
+            return lambda v: np.asarray(v, dtype=np_dtype).reshape(shape)
+        return lambda v: np.asarray(v, dtype=np_dtype)
+    if kind in ("Discrete", "MultiDiscrete") and name not in ("OneHot", "MultiOneHot"):
+        start = _start(space)
+        np_dtype = torch.empty((), dtype=spec.dtype).numpy().dtype
+        shape = tuple(spec.shape)
+        if isinstance(start, int) and start == 0:
+            return lambda v: np.asarray(v, dtype=np_dtype).reshape(shape)
+        return lambda v: np.asarray(np.asarray(v) - start, dtype=np_dtype).reshape(shape)
+    return None
+
+
+def make_obs_array_reader(space: Any, spec: Composite, batch: tuple[int, ...] = ()) -> Any:
+    """Build ``read(obs) -> {key: array}`` for the env's observation Composite, or ``None``.
+
+    ``spec`` holds one ``"observation"`` entry for a plain space, one entry per key for a
+    ``Dict`` space of plain spaces (a ``"state"`` key may have been renamed ``"observation"``).
+    """
+    if _kind(space) == "Dict":
+        readers = []
+        for key, sub in space.spaces.items():
+            name = key if key in spec else "observation"
+            leaf = spec.get(name, None)
+            if leaf is None or isinstance(leaf, Composite):
+                return None
+            read = make_array_reader(sub, leaf, batch)
+            if read is None:
+                return None
+            readers.append((key, name, read))
+        return lambda obs: {name: read(obs[key]) for key, name, read in readers}
+    leaf = spec.get("observation", None)
+    if leaf is None or isinstance(leaf, Composite):
+        return None
+    read = make_array_reader(space, leaf, batch)
+    if read is None:
+        return None
+    return lambda obs: {"observation": read(obs)}
 
 
 # ---------------------------------------------------------------------------------------- writers

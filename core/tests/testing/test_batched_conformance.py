@@ -96,7 +96,7 @@ def test_catches_dependent_sub_envs():
 
 
 def test_catches_identical_sub_envs():
-    with pytest.raises(AssertionError, match="every sub-env gave the same observations"):
+    with pytest.raises(AssertionError, match="every sub-env was reset to the same observations"):
         _suite(same_rows=True).test_sub_envs_differ_after_seeding()
 
 

@@ -1,0 +1,475 @@
+"""``MarlLayout``: the multi-agent layout of an env, built once, used on every step.
+
+It resolves the group map, builds the nested specs (see ``_marl_specs``) and turns the per-agent
+values a simulator hands back into the group TensorDict of a step, and group actions back into
+per-agent actions (see ``_marl_data``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import Any
+
+import torch
+from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
+
+from torchenv.envs._marl import GroupMapLike, group_map_by_prefix, resolve_group_map
+from torchenv.envs._marl_data import MISSING, group_leaf, het_leaf, to_root_tensor, wrap_group
+from torchenv.envs._marl_specs import DONE_LAYOUTS, agent_leaf_specs, build_group_specs
+from torchenv.specs import Composite, MultiOneHot, OneHot, TensorSpec
+
+__all__ = ["MarlLayout"]
+
+_FLAGS = ("done", "terminated", "truncated")
+
+
+def _per_agent_specs(
+    name: str, specs: Mapping[str, Any] | None, agents: Sequence[str], required: bool
+) -> dict[str, Any]:
+    if specs is None:
+        if required:
+            raise TypeError(f"MarlLayout: {name} is required (a dict agent -> spec)")
+        return {}
+    if not isinstance(specs, Mapping):
+        raise TypeError(
+            f"MarlLayout: {name} must be a dict agent -> spec, got {type(specs).__name__}"
+        )
+    unknown = [a for a in specs if a not in agents]
+    if unknown:
+        raise ValueError(
+            f"MarlLayout: {name} names unknown agents {unknown} (agents: {list(agents)})"
+        )
+    missing = [a for a in agents if a not in specs]
+    if required and missing:
+        raise ValueError(f"MarlLayout: {name} has no spec for the agents {missing}")
+    return dict(specs)
+
+
+class MarlLayout:
+    """How the agents of a multi-agent env are laid out in its specs and tensordicts.
+
+    Build one per env at construction, from the agents' own (unbatched) specs and a group map;
+    assign its specs with :meth:`set_specs`; on each step build the output with :meth:`output` and
+    read the actions with :meth:`split_actions`. The layout follows TorchRL's multi-agent wrappers:
+    ``(group, "observation")`` of shape ``(*batch, n_agents_in_group, ...)``, ``(group, "action")``,
+    ``(group, "reward")`` of shape ``(*batch, n, 1)``, root ``"done"``/``"terminated"``/
+    ``"truncated"`` of shape ``(*batch, 1)`` and, unless ``done="root"``, the same per agent under
+    each group. Agents of a group whose specs differ are stacked lazily.
+
+    Args:
+        agent_names: the env's agents, in the order the simulator uses.
+        group_map: ``None`` (``default_group_map``), a :class:`MarlGroupMapType` or a dict
+            group -> agent names.
+        observation_specs: agent -> unbatched observation spec (a leaf or a Composite), stored
+            at ``(group, "observation")``.
+        action_specs: agent -> unbatched action spec (a leaf), at ``(group, "action")``.
+        reward_specs: agent -> unbatched reward spec; defaults to ``Unbounded((1,))`` float32.
+        info_specs: agent -> unbatched Composite stored at ``(group, "info")``.
+        action_mask: add ``(group, "action_mask")``: booleans, one per one-hot action, what the
+            ``ActionMask`` transform reads.
+        agent_mask: add ``(group, "mask")`` of shape ``(*batch, n)``: which agents act (alive
+            agents in parallel envs, the agent whose turn it is in turn-based ones).
+        done: ``"per_agent"`` (group flags per agent, root flags aggregated from them; TorchRL's
+            PettingZoo layout), ``"shared"`` (root flags given by the simulator, copied to every
+            agent of each group) or ``"root"`` (root flags only; TorchRL's VMAS layout).
+        truncated: include the ``"truncated"`` flags.
+        done_on_any: with ``done="per_agent"``, the root flag is set when any agent's is
+            (``True``) or when all agents' are (``False``).
+        state_spec: unbatched spec of a root ``"state"`` observation (global state).
+        batch_size: the env's batch size (VMAS: ``(num_envs,)``).
+        device: the device of specs and data.
+        default_group_map: called with ``agent_names`` when ``group_map`` is ``None``.
+
+    Raises:
+        ValueError, TypeError: at construction, for an invalid group map, a missing or unknown
+            agent in the specs, a mask on a continuous action, or an unknown ``done`` layout.
+
+    Examples:
+        >>> from torchenv.specs import Categorical, Unbounded
+        >>> layout = MarlLayout(
+        ...     ["agent_0", "agent_1"],
+        ...     observation_specs={a: Unbounded((3,)) for a in ["agent_0", "agent_1"]},
+        ...     action_specs={a: Categorical(4) for a in ["agent_0", "agent_1"]},
+        ...     action_mask=True,
+        ... )
+        >>> layout.group_map
+        {'agent': ['agent_0', 'agent_1']}
+        >>> layout.full_observation_spec["agent", "action_mask"].shape
+        torch.Size([2, 4])
+        >>> td = layout.output(
+        ...     {"observation": {"agent_0": [0.0, 1.0, 2.0]}, "reward": {"agent_0": 1.0},
+        ...      "terminated": {"agent_0": False}, "truncated": {"agent_0": False}}
+        ... )  # agent_1 has left: zeros, all actions allowed, done
+        >>> td["agent", "observation"].tolist(), td["agent", "done"].flatten().tolist()
+        ([[0.0, 1.0, 2.0], [0.0, 0.0, 0.0]], [False, True])
+        >>> td["done"].tolist()  # done_on_any
+        [True]
+    """
+
+    def __init__(
+        self,
+        agent_names: Sequence[str],
+        group_map: GroupMapLike = None,
+        *,
+        observation_specs: Mapping[str, TensorSpec],
+        action_specs: Mapping[str, TensorSpec],
+        reward_specs: Mapping[str, TensorSpec] | None = None,
+        info_specs: Mapping[str, Composite] | None = None,
+        action_mask: bool = False,
+        agent_mask: bool = False,
+        done: str = "per_agent",
+        truncated: bool = True,
+        done_on_any: bool = True,
+        state_spec: TensorSpec | None = None,
+        batch_size: Sequence[int] = (),
+        device: Any = None,
+        default_group_map: Callable[[Sequence[str]], Mapping[str, Sequence[str]]] = (
+            group_map_by_prefix
+        ),
+    ) -> None:
+        self.agent_names = list(agent_names)
+        self.group_map = resolve_group_map(group_map, self.agent_names, default=default_group_map)
+        if done not in DONE_LAYOUTS:
+            raise ValueError(f"MarlLayout: done must be one of {DONE_LAYOUTS}, got {done!r}")
+        self.done_layout = done
+        self.done_on_any = bool(done_on_any)
+        self.batch_size = torch.Size(batch_size)
+        self.device = None if device is None else torch.device(device)
+        self.done_keys = _FLAGS if truncated else _FLAGS[:2]
+        self.has_action_mask = bool(action_mask)
+        self.has_agent_mask = bool(agent_mask)
+        obs = _per_agent_specs("observation_specs", observation_specs, self.agent_names, True)
+        act = _per_agent_specs("action_specs", action_specs, self.agent_names, True)
+        rew = _per_agent_specs("reward_specs", reward_specs, self.agent_names, False)
+        info = _per_agent_specs("info_specs", info_specs, self.agent_names, False)
+        if info and len(info) != len(self.agent_names):
+            missing = [a for a in self.agent_names if a not in info]
+            raise ValueError(f"MarlLayout: info_specs has no spec for the agents {missing}")
+        self._agent_specs = {
+            name: agent_leaf_specs(
+                name,
+                observation=obs[name],
+                action=act[name],
+                reward=rew.get(name),
+                info=info.get(name),
+                action_mask=self.has_action_mask,
+                agent_mask=self.has_agent_mask,
+                done_keys=self.done_keys,
+            )
+            for name in self.agent_names
+        }
+        specs, self.heterogeneous = build_group_specs(
+            self.group_map,
+            self._agent_specs,
+            done=done,
+            done_keys=self.done_keys,
+            state_spec=state_spec,
+            batch_size=self.batch_size,
+            device=self.device,
+        )
+        self.full_observation_spec: Composite = specs["observation"]
+        self.full_action_spec: Composite = specs["action"]
+        self.full_reward_spec: Composite = specs["reward"]
+        self.full_done_spec: Composite = specs["done"]
+        self._state_spec = None if state_spec is None else self.full_observation_spec["state"]
+        position = {name: i for i, name in enumerate(self.agent_names)}
+        self.agent_group: dict[str, tuple[str, int]] = {
+            name: (group, i)
+            for group, members in self.group_map.items()
+            for i, name in enumerate(members)
+        }
+        self._positions = {g: [position[a] for a in m] for g, m in self.group_map.items()}
+        # unbatched group specs of every output entry, for the conversions
+        self._out_specs: dict[str, Any] = {}
+        for group, members in self.group_map.items():
+            merged = [Composite() for _ in members]
+            for spec, name in zip(merged, members, strict=True):
+                for part in ("observation", "reward", "done"):
+                    if part == "done" and done == "root":
+                        continue
+                    spec.update(self._agent_specs[name][part])
+            self._out_specs[group] = (
+                merged if self.heterogeneous[group] else torch.stack(merged, dim=0)
+            )
+        self._root_flag_spec = {k: self.full_done_spec[k] for k in self.done_keys}
+
+    # ------------------------------------------------------------------ specs
+    @property
+    def groups(self) -> list[str]:
+        """The group names, in order."""
+        return list(self.group_map)
+
+    @property
+    def n_agents(self) -> int:
+        """The number of agents of the env."""
+        return len(self.agent_names)
+
+    def set_specs(self, env: Any) -> None:
+        """Assigns the four full specs to ``env`` (an :class:`~torchenv.envs.EnvBase`)."""
+        env.full_observation_spec = self.full_observation_spec.clone()
+        env.full_action_spec = self.full_action_spec.clone()
+        env.full_reward_spec = self.full_reward_spec.clone()
+        env.full_done_spec = self.full_done_spec.clone()
+
+    def action_mask_keys(self) -> list[tuple[tuple[str, str], tuple[str, str]]]:
+        """``[((group, "action"), (group, "action_mask")), ...]`` for the ``ActionMask`` transform."""
+        if not self.has_action_mask:
+            return []
+        return [((g, "action"), (g, "action_mask")) for g in self.group_map]
+
+    # ------------------------------------------------------------------ outputs
+    def output(
+        self,
+        per_agent: Mapping[Any, Sequence[Any] | Mapping[str, Any]],
+        root: Mapping[str, Any] | None = None,
+        *,
+        acting: Collection[str] | None = None,
+    ) -> TensorDict:
+        """The TensorDict of a reset or step, from the agents' values.
+
+        Args:
+            per_agent: key (``"observation"``, ``"reward"``, ``"info"``, ``"action_mask"``,
+                ``"done"``, ``"terminated"``, ``"truncated"``) -> the agents' values: a
+                sequence in ``agent_names`` order, or a dict agent -> value where absent agents
+                are filled (0; ``True`` for masks and done flags). Values are tensors with the
+                batch dims first (a trailing singleton may be left out), numpy arrays, numbers,
+                or dicts of those for Composite specs.
+            root: root entries: ``"done"``/``"terminated"``/``"truncated"`` (needed with the
+                ``"shared"`` and ``"root"`` layouts) and ``"state"``.
+            acting: the agents marked in ``(group, "mask")`` (default: all).
+
+        Returns:
+            A TensorDict of the env's batch size, group entries of batch ``(*batch, n)``.
+        """
+        batch, device = self.batch_size, self.device
+        root = {} if root is None else root
+        het = self.heterogeneous
+        groups: dict[str, Any] = {}
+        for group, members in self.group_map.items():
+            groups[group] = [{} for _ in members] if het[group] else {}
+        for key, values in per_agent.items():
+            name = key if isinstance(key, str) else key[-1]
+            if not isinstance(key, str) and len(key) != 1:
+                raise KeyError(
+                    f"MarlLayout.output: per-agent keys are flat (e.g. 'observation'), got {key!r}"
+                )
+            if isinstance(values, Mapping):
+                unknown = [a for a in values if a not in self.agent_group]
+                if unknown:
+                    raise KeyError(
+                        f"MarlLayout.output: {name!r} has values for unknown agents {unknown}"
+                    )
+            elif len(values) != len(self.agent_names):
+                raise ValueError(
+                    f"MarlLayout.output: {name!r} has {len(values)} values, expected one per agent "
+                    f"({len(self.agent_names)}: {self.agent_names}) or a dict agent -> value"
+                )
+            for group, members in self.group_map.items():
+                spec = self._out_specs[group]
+                if isinstance(values, Mapping):
+                    vals = [values.get(a, MISSING) for a in members]
+                else:
+                    vals = [values[p] for p in self._positions[group]]
+                if het[group]:
+                    for agent_data, agent_spec, v, a in zip(
+                        groups[group], spec, vals, members, strict=True
+                    ):
+                        agent_data[name] = het_leaf(
+                            self._entry(agent_spec, name, group), v, a, (name,), batch, device
+                        )
+                else:
+                    groups[group][name] = group_leaf(
+                        self._entry(spec, name, group), vals, members, (name,), batch, device
+                    )
+        flags = self._fill_flags(groups, root)
+        if self.has_agent_mask:
+            self._fill_agent_mask(groups, acting)
+        source: dict[str, Any] = {
+            group: wrap_group(groups[group], batch, len(members), device, het[group])
+            for group, members in self.group_map.items()
+        }
+        for key, value in root.items():
+            if key in self._root_flag_spec:
+                continue
+            if key == "state" and self._state_spec is not None:
+                source[key] = to_root_tensor(self._state_spec, value, key, batch, device)
+            else:
+                raise KeyError(
+                    f"MarlLayout.output: unknown root key {key!r}; expected one of "
+                    f"{list(self._root_flag_spec) + (['state'] if self._state_spec is not None else [])}"
+                )
+        source.update(flags)
+        return TensorDict(source, batch_size=batch, device=device)
+
+    def _entry(self, spec: Composite, name: str, group: str) -> TensorSpec:
+        if name not in spec:
+            raise KeyError(
+                f"MarlLayout.output: group {group!r} has no entry {name!r} in its specs "
+                f"(entries: {sorted(spec.keys())}); pass the matching spec/flag at construction"
+            )
+        return spec[name]
+
+    def _group_flag(self, data: Any, key: str, het: bool) -> torch.Tensor | None:
+        if het:
+            parts = [d.get(key) for d in data]
+            return None if parts[0] is None else torch.stack(parts, len(self.batch_size))
+        return data.get(key)
+
+    def _fill_flags(
+        self, groups: dict[str, Any], root: Mapping[str, Any]
+    ) -> dict[str, torch.Tensor]:
+        batch, nb, layout = self.batch_size, len(self.batch_size), self.done_layout
+        flags: dict[str, torch.Tensor] = {}
+        for key in self.done_keys:
+            if key in root:
+                flags[key] = to_root_tensor(
+                    self._root_flag_spec[key], root[key], key, batch, self.device
+                )
+        if layout == "per_agent":
+            for group in self.group_map:
+                data, het = groups[group], self.heterogeneous[group]
+                per = [data] if not het else data
+                for d in per:
+                    if "terminated" not in d and "done" in d:
+                        d["terminated"] = d["done"].clone()
+                    if "truncated" in self.done_keys and "truncated" not in d:
+                        ref = d.get("done", d.get("terminated"))
+                        if ref is not None:
+                            d["truncated"] = torch.zeros_like(ref)
+                    if "done" not in d and "terminated" in d:
+                        d["done"] = (
+                            d["terminated"] | d["truncated"]
+                            if "truncated" in d
+                            else d["terminated"].clone()
+                        )
+                if self._group_flag(data, "done", het) is None:
+                    raise KeyError(
+                        f"MarlLayout.output: done='per_agent' needs per-agent 'terminated' (and "
+                        f"'truncated') or 'done' values; group {group!r} got none"
+                    )
+            for key in self.done_keys:
+                if key in flags:
+                    continue
+                parts = [
+                    self._group_flag(groups[g], key, self.heterogeneous[g]).reshape(*batch, -1)
+                    for g in self.group_map
+                ]
+                cat = torch.cat(parts, dim=-1) if len(parts) > 1 else parts[0]
+                flags[key] = (cat.any(-1) if self.done_on_any else cat.all(-1)).unsqueeze(-1)
+        else:
+            if "done" not in flags:
+                if "terminated" not in flags:
+                    raise KeyError(
+                        f"MarlLayout.output: done={layout!r} needs root={{'done': ...}} (or "
+                        "'terminated'); none was given"
+                    )
+                flags["done"] = (
+                    flags["terminated"] | flags["truncated"]
+                    if "truncated" in flags
+                    else flags["terminated"]
+                )
+            if "terminated" not in flags:
+                flags["terminated"] = flags["done"].clone()
+            if "truncated" in self.done_keys and "truncated" not in flags:
+                flags["truncated"] = torch.zeros_like(flags["done"])
+            if layout == "shared":
+                for group, members in self.group_map.items():
+                    shape = (*batch, len(members), 1)
+                    for key in self.done_keys:
+                        value = flags[key].unsqueeze(nb).expand(shape).clone()
+                        if self.heterogeneous[group]:
+                            for i, d in enumerate(groups[group]):
+                                d[key] = value.select(nb, i)
+                        else:
+                            groups[group][key] = value
+        return flags
+
+    def _fill_agent_mask(self, groups: dict[str, Any], acting: Collection[str] | None) -> None:
+        nb = len(self.batch_size)
+        for group, members in self.group_map.items():
+            if acting is None:
+                mask = torch.ones(len(members), dtype=torch.bool)
+            else:
+                mask = torch.tensor([a in acting for a in members], dtype=torch.bool)
+            if nb:
+                mask = mask.expand(*self.batch_size, len(members)).clone()
+            if self.device is not None:
+                mask = mask.to(self.device)
+            if self.heterogeneous[group]:
+                for i, d in enumerate(groups[group]):
+                    d["mask"] = mask.select(nb, i)
+            else:
+                groups[group]["mask"] = mask
+
+    # ------------------------------------------------------------------ actions
+    def _group_actions(self, td: TensorDictBase, group: str, categorical: bool) -> list[Any]:
+        nb = len(self.batch_size)
+        if self.heterogeneous[group]:
+            sub = td.get(group)
+            if isinstance(sub, LazyStackedTensorDict) and sub.stack_dim == nb:
+                parts = [t.get("action") for t in sub.tensordicts]
+            else:
+                parts = [t.get("action") for t in sub.unbind(nb)]
+            if categorical:
+                parts = [
+                    self._to_categorical(self._agent_specs[a]["action"]["action"], p)
+                    for a, p in zip(self.group_map[group], parts, strict=True)
+                ]
+            return parts
+        action = td.get((group, "action"))
+        if categorical:
+            action = self._to_categorical(self.full_action_spec[group, "action"], action)
+        return list(action.unbind(nb))
+
+    @staticmethod
+    def _to_categorical(spec: TensorSpec, action: torch.Tensor) -> torch.Tensor:
+        if isinstance(spec, (OneHot, MultiOneHot)):
+            return spec.to_categorical(action, safe=False)
+        return action
+
+    def split_actions(
+        self, td: TensorDictBase, *, numpy: bool = False, categorical: bool = False
+    ) -> Any:
+        """The agents' actions from the groups' ``(group, "action")`` entries.
+
+        Args:
+            td: the tensordict given to ``_step``.
+            numpy: return a dict agent -> numpy action (one ``.numpy()`` per group; the agents'
+                actions are views into it); otherwise a list of tensors in ``agent_names`` order
+                (views along the agent dim).
+            categorical: turn one-hot actions into category indices first.
+
+        >>> from torchenv.specs import OneHot, Unbounded
+        >>> layout = MarlLayout(["a_0", "a_1"], observation_specs={"a_0": Unbounded((1,)),
+        ...     "a_1": Unbounded((1,))}, action_specs={"a_0": OneHot(3), "a_1": OneHot(3)})
+        >>> td = layout.full_action_spec.zero()
+        >>> td["a", "action"][1, 2] = 1
+        >>> layout.split_actions(td, numpy=True, categorical=True)
+        {'a_0': np.int64(0), 'a_1': np.int64(2)}
+        """
+        out: list[Any] = [None] * len(self.agent_names)
+        for group in self.group_map:
+            parts = self._group_actions(td, group, categorical)
+            for p, part in zip(self._positions[group], parts, strict=True):
+                out[p] = part
+        if not numpy:
+            return out
+        return {name: _to_numpy(part) for name, part in zip(self.agent_names, out, strict=True)}
+
+    def agent_action(
+        self, td: TensorDictBase, agent: str, *, numpy: bool = False, categorical: bool = False
+    ) -> Any:
+        """One agent's action (turn-based envs: the agent whose turn it is)."""
+        try:
+            group, index = self.agent_group[agent]
+        except KeyError:
+            raise KeyError(
+                f"MarlLayout: unknown agent {agent!r} (agents: {self.agent_names})"
+            ) from None
+        part = self._group_actions(td, group, categorical)[index]
+        return _to_numpy(part) if numpy else part
+
+
+def _to_numpy(value: torch.Tensor) -> Any:
+    array = value.detach().cpu().numpy()
+    return array[()] if array.ndim == 0 else array

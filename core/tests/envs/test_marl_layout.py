@@ -375,3 +375,40 @@ def test_set_specs_on_env():
     assert sorted(env.action_keys) == [("adversary", "action"), ("agent", "action")]
     assert set(env.done_keys) >= {"done", ("agent", "done"), ("adversary", "truncated")}
     assert env.full_observation_spec is not layout.full_observation_spec
+
+
+# ---------------------------------------------------------------------- additions
+def test_action_mask_on_some_groups_only():
+    act = {
+        "agent_0": Categorical(3),
+        "agent_1": Categorical(3),
+        "adversary_0": Bounded(-1, 1, (2,)),
+    }
+    layout = _layout(action_specs=act, action_mask=["agent"])
+    keys = set(layout.full_observation_spec.keys(True, True))
+    assert ("agent", "action_mask") in keys and ("adversary", "action_mask") not in keys
+    assert layout.action_mask_keys() == [(("agent", "action"), ("agent", "action_mask"))]
+    with pytest.raises(ValueError, match=r"unknown groups \['ghost'\]"):
+        _layout(action_mask=["ghost"])
+
+
+def test_agent_mask_values_per_sub_env():
+    layout = _layout(batch=(2,), agent_mask=True, done="root")
+    alive = [torch.tensor([True, False]), torch.tensor([True, True]), torch.tensor([False, True])]
+    td = layout.output({"mask": alive}, {"done": torch.zeros(2, dtype=torch.bool)})
+    assert td["agent", "mask"].tolist() == [[True, True], [False, True]]
+    assert td["adversary", "mask"].tolist() == [[False], [True]]
+    td = layout.output({}, {"done": torch.zeros(2, dtype=torch.bool)}, acting=["agent_1"])
+    assert td["agent", "mask"].tolist() == [[False, True], [False, True]]
+
+
+def test_reset_rows():
+    from tensordict import TensorDict
+
+    layout = _layout(batch=(3,))
+    assert layout.reset_rows(None).tolist() == [True] * 3
+    assert layout.reset_rows(TensorDict({}, batch_size=(3,))).tolist() == [True] * 3
+    only_agents = TensorDict({"agent": {"_reset": torch.ones(3, 2, 1, dtype=torch.bool)}}, (3,))
+    assert layout.reset_rows(only_agents).tolist() == [False] * 3
+    root = TensorDict({"_reset": torch.tensor([[False], [True], [False]])}, (3,))
+    assert layout.reset_rows(root).tolist() == [False, True, False]

@@ -66,7 +66,8 @@ class MarlLayout:
         reward_specs: agent -> unbatched reward spec; defaults to ``Unbounded((1,))`` float32.
         info_specs: agent -> unbatched Composite stored at ``(group, "info")``.
         action_mask: add ``(group, "action_mask")``: booleans, one per one-hot action, what the
-            ``ActionMask`` transform reads.
+            ``ActionMask`` transform reads. ``True`` for every group, or the names of the groups
+            that have one (their agents need discrete actions).
         agent_mask: add ``(group, "mask")`` of shape ``(*batch, n)``: which agents act (alive
             agents in parallel envs, the agent whose turn it is in turn-based ones).
         done: ``"per_agent"`` (group flags per agent, root flags aggregated from them; TorchRL's
@@ -74,7 +75,8 @@ class MarlLayout:
             agent of each group) or ``"root"`` (root flags only; TorchRL's VMAS layout).
         truncated: include the ``"truncated"`` flags.
         done_on_any: with ``done="per_agent"``, the root flag is set when any agent's is
-            (``True``) or when all agents' are (``False``).
+            (``True``) or when all agents' are (``False``; the root is then "truncated" if any
+            agent was truncated, else "terminated", so that done == terminated | truncated).
         state_spec: unbatched spec of a root ``"state"`` observation (global state).
         batch_size: the env's batch size (VMAS: ``(num_envs,)``).
         device: the device of specs and data.
@@ -115,7 +117,7 @@ class MarlLayout:
         action_specs: Mapping[str, TensorSpec],
         reward_specs: Mapping[str, TensorSpec] | None = None,
         info_specs: Mapping[str, Composite] | None = None,
-        action_mask: bool = False,
+        action_mask: bool | Collection[str] = False,
         agent_mask: bool = False,
         done: str = "per_agent",
         truncated: bool = True,
@@ -136,7 +138,18 @@ class MarlLayout:
         self.batch_size = torch.Size(batch_size)
         self.device = None if device is None else torch.device(device)
         self.done_keys = _FLAGS if truncated else _FLAGS[:2]
-        self.has_action_mask = bool(action_mask)
+        if isinstance(action_mask, bool):
+            masked = set(self.group_map) if action_mask else set()
+        else:
+            masked = set(action_mask)
+            unknown = sorted(masked - set(self.group_map))
+            if unknown:
+                raise ValueError(
+                    f"MarlLayout: action_mask names unknown groups {unknown} "
+                    f"(groups: {list(self.group_map)})"
+                )
+        self.masked_groups = [g for g in self.group_map if g in masked]
+        self.has_action_mask = bool(self.masked_groups)
         self.has_agent_mask = bool(agent_mask)
         obs = _per_agent_specs("observation_specs", observation_specs, self.agent_names, True)
         act = _per_agent_specs("action_specs", action_specs, self.agent_names, True)
@@ -152,7 +165,7 @@ class MarlLayout:
                 action=act[name],
                 reward=rew.get(name),
                 info=info.get(name),
-                action_mask=self.has_action_mask,
+                action_mask=self.agent_group_of(name) in masked,
                 agent_mask=self.has_agent_mask,
                 done_keys=self.done_keys,
             )
@@ -194,6 +207,13 @@ class MarlLayout:
         self._root_flag_spec = {k: self.full_done_spec[k] for k in self.done_keys}
 
     # ------------------------------------------------------------------ specs
+    def agent_group_of(self, agent: str) -> str:
+        """The group of ``agent``."""
+        for group, members in self.group_map.items():
+            if agent in members:
+                return group
+        raise KeyError(f"MarlLayout: unknown agent {agent!r} (agents: {self.agent_names})")
+
     @property
     def groups(self) -> list[str]:
         """The group names, in order."""
@@ -213,9 +233,33 @@ class MarlLayout:
 
     def action_mask_keys(self) -> list[tuple[tuple[str, str], tuple[str, str]]]:
         """``[((group, "action"), (group, "action_mask")), ...]`` for the ``ActionMask`` transform."""
-        if not self.has_action_mask:
-            return []
-        return [((g, "action"), (g, "action_mask")) for g in self.group_map]
+        return [((g, "action"), (g, "action_mask")) for g in self.masked_groups]
+
+    def reset_rows(self, tensordict: TensorDictBase | None) -> torch.Tensor:
+        """The sub-envs a ``_reset`` call must reset: a boolean tensor of the batch shape.
+
+        From the root ``"_reset"`` entry; all of them without any ``"_reset"`` entry. Only
+        group-level ``(group, "_reset")`` entries (some agents done, the episode not) reset
+        nothing: ``step_and_maybe_reset`` calls ``reset`` then, and the env should leave its
+        state alone (and draw no random numbers, to stay reproducible).
+
+        >>> from torchenv.specs import Categorical, Unbounded
+        >>> layout = MarlLayout(["a_0"], observation_specs={"a_0": Unbounded((1,))},
+        ...     action_specs={"a_0": Categorical(2)}, batch_size=(3,))
+        >>> layout.reset_rows(None).tolist()
+        [True, True, True]
+        >>> td = TensorDict({"_reset": [[True], [False], [False]]}, batch_size=(3,))
+        >>> layout.reset_rows(td).tolist()
+        [True, False, False]
+        """
+        batch = self.batch_size
+        reset = None if tensordict is None else tensordict.get("_reset", None)
+        if reset is not None:
+            return reset.reshape(*batch, -1).any(-1)
+        nested = tensordict is not None and any(
+            tensordict.get((g, "_reset"), None) is not None for g in self.group_map
+        )
+        return torch.full(batch, not nested, dtype=torch.bool, device=self.device)
 
     # ------------------------------------------------------------------ outputs
     def output(
@@ -236,7 +280,9 @@ class MarlLayout:
                 or dicts of those for Composite specs.
             root: root entries: ``"done"``/``"terminated"``/``"truncated"`` (needed with the
                 ``"shared"`` and ``"root"`` layouts) and ``"state"``.
-            acting: the agents marked in ``(group, "mask")`` (default: all).
+            acting: the agents marked in ``(group, "mask")`` (default: all), unless the
+                per-agent values of ``"mask"`` are given (batched envs where it differs
+                between sub-envs).
 
         Returns:
             A TensorDict of the env's batch size, group entries of batch ``(*batch, n)``.
@@ -282,7 +328,7 @@ class MarlLayout:
                         self._entry(spec, name, group), vals, members, (name,), batch, device
                     )
         flags = self._fill_flags(groups, root)
-        if self.has_agent_mask:
+        if self.has_agent_mask and "mask" not in per_agent:
             self._fill_agent_mask(groups, acting)
         source: dict[str, Any] = {
             group: wrap_group(groups[group], batch, len(members), device, het[group])
@@ -347,15 +393,21 @@ class MarlLayout:
                         f"MarlLayout.output: done='per_agent' needs per-agent 'terminated' (and "
                         f"'truncated') or 'done' values; group {group!r} got none"
                     )
-            for key in self.done_keys:
-                if key in flags:
-                    continue
-                parts = [
-                    self._group_flag(groups[g], key, self.heterogeneous[g]).reshape(*batch, -1)
-                    for g in self.group_map
-                ]
-                cat = torch.cat(parts, dim=-1) if len(parts) > 1 else parts[0]
-                flags[key] = (cat.any(-1) if self.done_on_any else cat.all(-1)).unsqueeze(-1)
+            agents = {key: self._all_agents(groups, key) for key in self.done_keys}
+            if self.done_on_any:
+                for key in self.done_keys:
+                    flags.setdefault(key, agents[key].any(-1, keepdim=True))
+            else:
+                # every agent done; "truncated" if any of them was cut short, else "terminated"
+                # (keeps done == terminated | truncated at the root)
+                done = flags.setdefault("done", agents["done"].all(-1, keepdim=True))
+                if "truncated" in self.done_keys:
+                    trunc = flags.setdefault(
+                        "truncated", done & agents["truncated"].any(-1, keepdim=True)
+                    )
+                    flags.setdefault("terminated", done & ~trunc)
+                else:
+                    flags.setdefault("terminated", agents["terminated"].all(-1, keepdim=True))
         else:
             if "done" not in flags:
                 if "terminated" not in flags:
@@ -383,6 +435,15 @@ class MarlLayout:
                         else:
                             groups[group][key] = value
         return flags
+
+    def _all_agents(self, groups: dict[str, Any], key: str) -> torch.Tensor:
+        """The flags ``key`` of every agent, ``(*batch, n_agents)``."""
+        batch = self.batch_size
+        parts = [
+            self._group_flag(groups[g], key, self.heterogeneous[g]).reshape(*batch, -1)
+            for g in self.group_map
+        ]
+        return torch.cat(parts, dim=-1) if len(parts) > 1 else parts[0]
 
     def _fill_agent_mask(self, groups: dict[str, Any], acting: Collection[str] | None) -> None:
         nb = len(self.batch_size)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import warnings
 
 import torch
-from tensordict import TensorDict, TensorDictBase, is_tensor_collection
+from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase, is_tensor_collection
 
 from torchenv.envs._utils import _align_mask, _any, _get_nested, _prefix
 
@@ -123,14 +123,35 @@ def _masked_merge(
     node: TensorDictBase, node_out: TensorDictBase, mask: torch.Tensor, node_ndim: int
 ) -> None:
     """``node[k] = where(mask, node_out[k], node[k])`` for every leaf; zeros pad missing ones."""
-    keys = set(node_out.keys(True, True)) | set(node.keys(True, True))
-    for key in keys:
-        last = key if isinstance(key, str) else key[-1]
-        if last == "_reset":
+    if (
+        isinstance(node, LazyStackedTensorDict)
+        and isinstance(node_out, LazyStackedTensorDict)
+        and node.stack_dim == node_out.stack_dim
+        and len(node.tensordicts) == len(node_out.tensordicts)
+    ):
+        # heterogeneous agents: their entries may not stack, merge member by member
+        dim = node.stack_dim
+        for i, (member, member_out) in enumerate(zip(node.tensordicts, node_out.tensordicts)):
+            if dim < node_ndim:
+                sub_mask = mask.select(dim, i) if mask.ndim > dim else mask
+                _masked_merge(member, member_out, sub_mask, node_ndim - 1)
+            else:
+                _masked_merge(member, member_out, mask, node_ndim)
+        return
+    for key in set(node_out.keys()) | set(node.keys()):
+        if key == "_reset":
             continue
         new = _get_nested(node_out, key)
         old = _get_nested(node, key)
         if is_tensor_collection(new) or is_tensor_collection(old):
+            if not (is_tensor_collection(new) or new is None) or not (
+                is_tensor_collection(old) or old is None
+            ):
+                continue
+            if old is None:
+                old = new.empty()
+                node.set(key, old)
+            _masked_merge(old, new if new is not None else old.empty(), mask, node_ndim)
             continue
         if new is None and old is None:
             continue

@@ -8,5 +8,6 @@
 """
 
 from torchenv.testing._conformance import EnvConformanceTests
+from torchenv.testing._multiagent import MultiAgentConformanceTests
 
-__all__ = ["EnvConformanceTests"]
+__all__ = ["EnvConformanceTests", "MultiAgentConformanceTests"]

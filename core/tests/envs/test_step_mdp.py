@@ -152,4 +152,4 @@ def test_step_mdp_heterogeneous_lazy_group():
     assert isinstance(agents, LazyStackedTensorDict)
     assert [m["observation"].shape[-1] for m in agents.tensordicts] == [3, 4]
     assert all((m["observation"] == 1).all() for m in agents.tensordicts)
-    assert all("reward" not in m.keys() for m in agents.tensordicts)
+    assert all("reward" not in m for m in agents.tensordicts)

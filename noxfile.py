@@ -30,6 +30,7 @@ DOCS_PAGES = [
     "docs/cli.md",
     "docs/migrating-from-torchrl.md",
     "docs/plugins.md",
+    "docs/multiagent.md",
 ]
 
 

@@ -123,3 +123,14 @@ def test_resolve_group_map():
 def test_resolve_group_map_errors(group_map, error, match):
     with pytest.raises(error, match=match):
         resolve_group_map(group_map, AGENTS)
+
+
+def test_group_map_by_prefix_lone_agent_as_agents():
+    names = ["agent_0", "agent_1"]
+    assert group_map_by_prefix(names) == {"agent": names}
+    assert group_map_by_prefix(names, lone_agent_as_agents=True) == {"agents": names}
+    mixed = ["agent_0", "adversary_0"]
+    assert group_map_by_prefix(mixed, lone_agent_as_agents=True) == {
+        "agent": ["agent_0"],
+        "adversary": ["adversary_0"],
+    }

@@ -111,7 +111,7 @@ def _prefix(name: str) -> str | None:
 
 
 def group_map_by_prefix(
-    agent_names: Sequence[str], *, fallback: str = "all_in_one"
+    agent_names: Sequence[str], *, fallback: str = "all_in_one", lone_agent_as_agents: bool = False
 ) -> dict[str, list[str]]:
     """Groups agents named ``<name>_<int>`` by ``<name>`` (TorchRL's default grouping).
 
@@ -121,6 +121,8 @@ def group_map_by_prefix(
             wrapper) puts every agent in one group ``"agents"`` as soon as one name does not
             follow the convention; ``"own_group"`` (TorchRL's PettingZoo wrapper for parallel
             envs) gives that agent a group of its own, named after it.
+        lone_agent_as_agents: name the group ``"agents"`` when the only group is ``"agent"``
+            (TorchRL's VMAS wrapper does, for backward compatibility).
 
     Raises:
         ValueError: if ``fallback`` is neither of the two.
@@ -131,6 +133,8 @@ def group_map_by_prefix(
     {'agents': ['agent_0', 'ball']}
     >>> group_map_by_prefix(["agent_0", "ball"], fallback="own_group")
     {'agent': ['agent_0'], 'ball': ['ball']}
+    >>> group_map_by_prefix(["agent_0", "agent_1"], lone_agent_as_agents=True)
+    {'agents': ['agent_0', 'agent_1']}
     """
     if fallback not in ("all_in_one", "own_group"):
         raise ValueError(
@@ -144,6 +148,8 @@ def group_map_by_prefix(
                 return MarlGroupMapType.ALL_IN_ONE_GROUP.get_group_map(agent_names)
             group = name
         group_map.setdefault(group, []).append(name)
+    if lone_agent_as_agents and list(group_map) == ["agent"]:
+        return {"agents": group_map["agent"]}
     return group_map
 
 

@@ -22,7 +22,15 @@ from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
 
 from torchenv.specs import Composite, TensorSpec
 
-__all__ = ["MISSING", "fill_value", "group_leaf", "het_leaf", "to_root_tensor", "wrap_group"]
+__all__ = [
+    "MISSING",
+    "fill_value",
+    "group_leaf",
+    "het_leaf",
+    "make_plan",
+    "to_root_tensor",
+    "wrap_group",
+]
 
 
 class _Missing:
@@ -60,31 +68,40 @@ def _sub(value: Any, sub: str, key: tuple[str, ...], agent: str) -> Any:
     return value[sub]
 
 
+def make_plan(spec: TensorSpec, batch: torch.Size) -> Any:
+    """What the conversions need of a spec, computed once: ``("leaf", shape, dtype)`` with the
+    batch dims in front, or ``("node", ((sub, plan), ...))`` for a Composite."""
+    if isinstance(spec, Composite):
+        return ("node", tuple((sub, make_plan(spec[sub], batch)) for sub in spec))
+    return ("leaf", torch.Size((*batch, *spec.shape)), spec.dtype)
+
+
 def group_leaf(
-    spec: TensorSpec,
+    plan: Any,
     values: Sequence[Any],
     members: Sequence[str],
     key: tuple[str, ...],
-    batch: torch.Size,
+    nb: int,
     device: Any,
 ) -> Any:
     """The group value at ``key`` from the agents' ``values``: a tensor ``(*batch, n, *leaf)``,
-    or for a Composite spec a dict of them. ``spec`` is the unbatched group spec ``(n, *leaf)``."""
-    if isinstance(spec, Composite):
+    or for a Composite a dict of them. ``plan`` comes from :func:`make_plan` of the unbatched
+    group spec; ``device`` is ``None`` for cpu (or no device)."""
+    if plan[0] == "node":
         return {
             sub: group_leaf(
-                spec[sub],
+                sub_plan,
                 [_sub(v, sub, key, a) for v, a in zip(values, members, strict=True)],
                 members,
                 (*key, sub),
-                batch,
+                nb,
                 device,
             )
-            for sub in spec
+            for sub, sub_plan in plan[1]
         }
-    shape = (*batch, *spec.shape)
-    nb = len(batch)
-    if all(type(v) is torch.Tensor for v in values):
+    _, shape, dtype = plan
+    tensor = torch.Tensor
+    if all(type(v) is tensor for v in values):
         out = torch.stack(values, dim=nb)
         if out.shape != shape:
             try:
@@ -93,56 +110,53 @@ def group_leaf(
                 raise ValueError(
                     f"key {key}: the agents {list(members)} gave tensors of shapes "
                     f"{[tuple(v.shape) for v in values]}; expected {tuple(shape[:nb] + shape[nb + 1 :])} "
-                    f"each (batch {tuple(batch)} + the spec's {tuple(spec.shape[1:])})"
+                    f"each (batch + the spec's shape)"
                 ) from None
-        if out.dtype != spec.dtype:
-            out = out.to(spec.dtype)
-        return out if device is None or out.device == torch.device(device) else out.to(device)
-    out = torch.full(shape, fill_value(key), dtype=spec.dtype)
+        if out.dtype != dtype:
+            out = out.to(dtype)
+        return out if device is None or out.device == device else out.to(device)
+    out = torch.full(shape, fill_value(key), dtype=dtype)
     view = out.numpy()
     lead = (slice(None),) * nb
     for i, (value, agent) in enumerate(zip(values, members, strict=True)):
         if value is MISSING:
             continue
         try:
-            view[(*lead, i)] = value.cpu() if type(value) is torch.Tensor else value
+            view[(*lead, i)] = value.cpu() if type(value) is tensor else value
         except (ValueError, TypeError) as err:
             raise ValueError(
                 f"agent {agent!r}, key {key}: cannot write {_describe(value)} into the spec's "
-                f"shape {tuple(shape[:nb] + shape[nb + 1 :])} ({spec.dtype}): {err}"
+                f"shape {tuple(shape[:nb] + shape[nb + 1 :])} ({dtype}): {err}"
             ) from None
-    return out if device is None or torch.device(device).type == "cpu" else out.to(device)
+    return out if device is None else out.to(device)
 
 
 def het_leaf(
-    spec: TensorSpec,
+    plan: Any,
     value: Any,
     agent: str,
     key: tuple[str, ...],
-    batch: torch.Size,
     device: Any,
 ) -> Any:
     """One agent's value at ``key`` as a tensor ``(*batch, *leaf)`` (heterogeneous groups)."""
-    if isinstance(spec, Composite):
+    if plan[0] == "node":
         return {
-            sub: het_leaf(
-                spec[sub], _sub(value, sub, key, agent), agent, (*key, sub), batch, device
-            )
-            for sub in spec
+            sub: het_leaf(sub_plan, _sub(value, sub, key, agent), agent, (*key, sub), device)
+            for sub, sub_plan in plan[1]
         }
-    shape = (*batch, *spec.shape)
+    _, shape, dtype = plan
     if value is MISSING:
-        return torch.full(shape, fill_value(key), dtype=spec.dtype, device=device)
+        return torch.full(shape, fill_value(key), dtype=dtype, device=device)
     if type(value) is not torch.Tensor:
-        value = torch.as_tensor(np.asarray(value), dtype=spec.dtype)
+        value = torch.as_tensor(np.asarray(value), dtype=dtype)
     try:
         value = value.reshape(shape)
     except RuntimeError:
         raise ValueError(
             f"agent {agent!r}, key {key}: got {_describe(value)}, expected shape {tuple(shape)}"
         ) from None
-    if value.dtype != spec.dtype:
-        value = value.to(spec.dtype)
+    if value.dtype != dtype:
+        value = value.to(dtype)
     return value if device is None else value.to(device)
 
 
@@ -169,10 +183,13 @@ def to_root_tensor(
 def wrap_group(
     data: Any, batch: torch.Size, n: int, device: Any, heterogeneous: bool
 ) -> TensorDictBase:
-    """The group TensorDict (batch ``(*batch, n)``): dense, or a lazy stack of the agents'."""
+    """The group TensorDict (batch ``(*batch, n)``): dense, or a lazy stack of the agents'.
+
+    The values were shaped from the specs (or rejected) by the conversions above, so the
+    TensorDicts are built without validating them again."""
     if not heterogeneous:
-        return TensorDict(data, batch_size=(*batch, n), device=device)
+        return TensorDict._new_unsafe(data, batch_size=torch.Size((*batch, n)), device=device)
     return LazyStackedTensorDict(
-        *[TensorDict(agent, batch_size=batch, device=device) for agent in data],
+        *[TensorDict._new_unsafe(agent, batch_size=batch, device=device) for agent in data],
         stack_dim=len(batch),
     )

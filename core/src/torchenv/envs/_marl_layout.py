@@ -14,7 +14,14 @@ import torch
 from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
 
 from torchenv.envs._marl import GroupMapLike, group_map_by_prefix, resolve_group_map
-from torchenv.envs._marl_data import MISSING, group_leaf, het_leaf, to_root_tensor, wrap_group
+from torchenv.envs._marl_data import (
+    MISSING,
+    group_leaf,
+    het_leaf,
+    make_plan,
+    to_root_tensor,
+    wrap_group,
+)
 from torchenv.envs._marl_specs import DONE_LAYOUTS, agent_leaf_specs, build_group_specs
 from torchenv.specs import Composite, MultiOneHot, OneHot, TensorSpec
 
@@ -205,6 +212,9 @@ class MarlLayout:
                 merged if self.heterogeneous[group] else torch.stack(merged, dim=0)
             )
         self._root_flag_spec = {k: self.full_done_spec[k] for k in self.done_keys}
+        cpu = self.device is None or self.device.type == "cpu"
+        self._data_device = None if cpu else self.device
+        self._plans: dict[tuple[str, str], Any] = {}
 
     # ------------------------------------------------------------------ specs
     def agent_group_of(self, agent: str) -> str:
@@ -287,7 +297,8 @@ class MarlLayout:
         Returns:
             A TensorDict of the env's batch size, group entries of batch ``(*batch, n)``.
         """
-        batch, device = self.batch_size, self.device
+        batch, device, data_device = self.batch_size, self.device, self._data_device
+        nb = len(batch)
         root = {} if root is None else root
         het = self.heterogeneous
         groups: dict[str, Any] = {}
@@ -311,22 +322,18 @@ class MarlLayout:
                     f"({len(self.agent_names)}: {self.agent_names}) or a dict agent -> value"
                 )
             for group, members in self.group_map.items():
-                spec = self._out_specs[group]
+                plan = self._plans.get((group, name)) or self._plan(group, name)
                 if isinstance(values, Mapping):
                     vals = [values.get(a, MISSING) for a in members]
                 else:
                     vals = [values[p] for p in self._positions[group]]
                 if het[group]:
-                    for agent_data, agent_spec, v, a in zip(
-                        groups[group], spec, vals, members, strict=True
+                    for agent_data, agent_plan, v, a in zip(
+                        groups[group], plan, vals, members, strict=True
                     ):
-                        agent_data[name] = het_leaf(
-                            self._entry(agent_spec, name, group), v, a, (name,), batch, device
-                        )
+                        agent_data[name] = het_leaf(agent_plan, v, a, (name,), data_device)
                 else:
-                    groups[group][name] = group_leaf(
-                        self._entry(spec, name, group), vals, members, (name,), batch, device
-                    )
+                    groups[group][name] = group_leaf(plan, vals, members, (name,), nb, data_device)
         flags = self._fill_flags(groups, root)
         if self.has_agent_mask and "mask" not in per_agent:
             self._fill_agent_mask(groups, acting)
@@ -338,22 +345,32 @@ class MarlLayout:
             if key in self._root_flag_spec:
                 continue
             if key == "state" and self._state_spec is not None:
-                source[key] = to_root_tensor(self._state_spec, value, key, batch, device)
+                source[key] = to_root_tensor(self._state_spec, value, key, batch, data_device)
             else:
                 raise KeyError(
                     f"MarlLayout.output: unknown root key {key!r}; expected one of "
                     f"{list(self._root_flag_spec) + (['state'] if self._state_spec is not None else [])}"
                 )
         source.update(flags)
-        return TensorDict(source, batch_size=batch, device=device)
+        # every value was shaped from the specs above (or rejected): no validation again
+        return TensorDict._new_unsafe(source, batch_size=batch, device=device)
 
-    def _entry(self, spec: Composite, name: str, group: str) -> TensorSpec:
-        if name not in spec:
+    def _plan(self, group: str, name: str) -> Any:
+        """The conversion plan of entry ``name`` of ``group`` (cached; one per agent when the
+        group is heterogeneous)."""
+        spec = self._out_specs[group]
+        first = spec[0] if self.heterogeneous[group] else spec
+        if name not in first:
             raise KeyError(
                 f"MarlLayout.output: group {group!r} has no entry {name!r} in its specs "
-                f"(entries: {sorted(spec.keys())}); pass the matching spec/flag at construction"
+                f"(entries: {sorted(first.keys())}); pass the matching spec/flag at construction"
             )
-        return spec[name]
+        if self.heterogeneous[group]:
+            plan: Any = [make_plan(agent[name], self.batch_size) for agent in spec]
+        else:
+            plan = make_plan(spec[name], self.batch_size)
+        self._plans[(group, name)] = plan
+        return plan
 
     def _group_flag(self, data: Any, key: str, het: bool) -> torch.Tensor | None:
         if het:
@@ -369,7 +386,7 @@ class MarlLayout:
         for key in self.done_keys:
             if key in root:
                 flags[key] = to_root_tensor(
-                    self._root_flag_spec[key], root[key], key, batch, self.device
+                    self._root_flag_spec[key], root[key], key, batch, self._data_device
                 )
         if layout == "per_agent":
             for group in self.group_map:
@@ -454,8 +471,8 @@ class MarlLayout:
                 mask = torch.tensor([a in acting for a in members], dtype=torch.bool)
             if nb:
                 mask = mask.expand(*self.batch_size, len(members)).clone()
-            if self.device is not None:
-                mask = mask.to(self.device)
+            if self._data_device is not None:
+                mask = mask.to(self._data_device)
             if self.heterogeneous[group]:
                 for i, d in enumerate(groups[group]):
                     d["mask"] = mask.select(nb, i)

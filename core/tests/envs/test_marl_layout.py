@@ -412,3 +412,23 @@ def test_reset_rows():
     assert layout.reset_rows(only_agents).tolist() == [False] * 3
     root = TensorDict({"_reset": torch.tensor([[False], [True], [False]])}, (3,))
     assert layout.reset_rows(root).tolist() == [False, True, False]
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_layout_keeps_data_on_device():
+    layout = _layout(batch=(4,), device="cuda", agent_mask=True, action_mask=True)
+    cuda = torch.device("cuda", torch.cuda.current_device())
+    obs = [torch.randn(4, 3, device="cuda") for _ in AGENTS]
+    masks = {a: np.ones((4, 4), dtype=bool) for a in AGENTS}  # numpy path, moved once per group
+    td = layout.output(
+        {
+            "observation": obs,
+            "action_mask": masks,
+            "done": [torch.zeros(4, 1, dtype=torch.bool, device="cuda")] * 3,
+        }
+    )
+    for key in td.keys(True, True):
+        assert td.get(key).device == cuda, key
+    assert _in_spec(layout.full_observation_spec, td)
+    actions = layout.split_actions(layout.full_action_spec.rand(), numpy=True)
+    assert set(actions) == set(AGENTS)

@@ -158,3 +158,45 @@ def test_random_actions_without_action_mask_break_the_mask():
     torch.manual_seed(0)
     data = env.rollout(20, break_when_any_done=False)
     assert (data["next", "walker", "reward"] == -1).any()
+
+
+# ---------------------------------------------------------------------- batched envs of it
+def _heterogeneous_mock():
+    return MarlMockEnv(batch_size=(2,), group_map=MarlGroupMapType.ALL_IN_ONE_GROUP)
+
+
+class TestSerialMarlMockConformance(MultiAgentConformanceTests):
+    """A SerialEnv of heterogeneous multi-agent envs: lazily stacked groups through the workers."""
+
+    done_aggregation = "all"
+    expected_groups = ("agents",)
+
+    def make_env(self):
+        from torchenv.batched import SerialEnv
+
+        return SerialEnv(2, _heterogeneous_mock)
+
+    @pytest.mark.xfail(
+        strict=True,
+        raises=KeyError,
+        reason="known gap of the batched layer: without shared buffers (lazily stacked specs), a "
+        "partial reset returns the entries of the reset workers only, so ActionMask finds no mask",
+    )
+    def test_marl_random_actions_follow_masks(self):
+        super().test_marl_random_actions_follow_masks()
+
+
+@pytest.mark.parametrize("factory", [MarlMockEnv, _heterogeneous_mock])
+def test_parallel_env_of_multi_agent_envs(factory):
+    from torchenv.batched import ParallelEnv
+    from torchenv.envs import check_env_specs
+
+    env = ParallelEnv(2, factory)
+    try:
+        env.set_seed(0)
+        torch.manual_seed(0)
+        data = env.rollout(16, break_when_any_done=False)
+        assert data["next", "done"].any(), "no episode ended: the partial resets were not exercised"
+        check_env_specs(env, seed=0)
+    finally:
+        env.close()

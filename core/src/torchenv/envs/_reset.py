@@ -123,15 +123,19 @@ def _masked_merge(
     node: TensorDictBase, node_out: TensorDictBase, mask: torch.Tensor, node_ndim: int
 ) -> None:
     """``node[k] = where(mask, node_out[k], node[k])`` for every leaf; zeros pad missing ones."""
-    if (
-        isinstance(node, LazyStackedTensorDict)
-        and isinstance(node_out, LazyStackedTensorDict)
-        and node.stack_dim == node_out.stack_dim
-        and len(node.tensordicts) == len(node_out.tensordicts)
-    ):
-        # heterogeneous agents: their entries may not stack, merge member by member
+    if isinstance(node, LazyStackedTensorDict):
+        # heterogeneous agents: their entries may not stack, merge member by member (the
+        # reset output may be stacked otherwise, e.g. over the workers of a batched env)
         dim = node.stack_dim
-        for i, (member, member_out) in enumerate(zip(node.tensordicts, node_out.tensordicts)):
+        if (
+            isinstance(node_out, LazyStackedTensorDict)
+            and node_out.stack_dim == dim
+            and len(node_out.tensordicts) == len(node.tensordicts)
+        ):
+            outs = node_out.tensordicts
+        else:
+            outs = node_out.unbind(dim)
+        for i, (member, member_out) in enumerate(zip(node.tensordicts, outs)):
             if dim < node_ndim:
                 sub_mask = mask.select(dim, i) if mask.ndim > dim else mask
                 _masked_merge(member, member_out, sub_mask, node_ndim - 1)

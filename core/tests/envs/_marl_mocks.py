@@ -3,8 +3,8 @@
 Three walkers (``walker_0..2``: observation of size 4) and a scout (``scout_0``: size 6), each moving
 on a line with a discrete action in ``0..4`` (a move of ``action - 2``). A move that lands on a
 multiple of 3 is forbidden: the ``(group, "action_mask")`` entries say which moves are allowed,
-and a forbidden move costs a reward of -1. Each agent has a random lifetime: when it ends the
-agent is terminated and has left (zero observation, ``(group, "mask")`` False) until the
+and a forbidden move costs a reward of -1 (an allowed one -|position| / 100). Each agent has a
+random lifetime: when it ends the agent is terminated and has left (zero observation, ``(group, "mask")`` False) until the
 sub-env is reset; the episode ends when every agent has left (``done_on_any=False``), or is
 truncated after ``max_steps``. Batched (one row per sub-env), partial resets, seeded.
 """
@@ -31,9 +31,11 @@ class MarlMockEnv(EnvBase):
         max_steps: int = 12,
         done: str = "per_agent",
         device=None,
+        spec_masks: bool = False,
     ):
         super().__init__(batch_size=torch.Size(batch_size), device=device)
         self.max_steps = max_steps
+        self.spec_masks = spec_masks  # keep the action spec masked (TorchRL's PettingZoo way)
         self.layout = MarlLayout(
             AGENTS,
             group_map,
@@ -92,7 +94,10 @@ class MarlMockEnv(EnvBase):
             trunc = self.t >= self.max_steps
             root = {"terminated": term, "truncated": trunc & ~term}
             del per_agent["terminated"], per_agent["truncated"]
-        return self.layout.output(per_agent, root)
+        out = self.layout.output(per_agent, root)
+        if self.spec_masks:
+            self.layout.update_action_spec_masks(self.full_action_spec, out)
+        return out
 
     def _reset(self, tensordict=None, **kwargs) -> TensorDictBase:
         rows = self.layout.reset_rows(tensordict)
@@ -113,7 +118,7 @@ class MarlMockEnv(EnvBase):
         self.pos = torch.where(alive, self.pos + actions - 2, self.pos)
         reward = torch.where(
             legal,
-            -self.pos.abs().float() / 10,
+            -self.pos.abs().float() / 100,  # above -1 while |pos| < 100
             torch.full_like(self.pos, -1.0, dtype=torch.float32),
         )
         reward = reward * alive

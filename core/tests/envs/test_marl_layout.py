@@ -432,3 +432,15 @@ def test_cuda_layout_keeps_data_on_device():
     assert _in_spec(layout.full_observation_spec, td)
     actions = layout.split_actions(layout.full_action_spec.rand(), numpy=True)
     assert set(actions) == set(AGENTS)
+
+
+def test_update_action_spec_masks_keeps_random_actions_legal():
+    from _marl_mocks import MarlMockEnv
+
+    for spec_masks, legal in ((True, True), (False, False)):
+        env = MarlMockEnv(batch_size=(4,), spec_masks=spec_masks)
+        env.set_seed(0)
+        torch.manual_seed(0)
+        data = env.rollout(20, break_when_any_done=False)
+        rewards = torch.cat([data["next", g, "reward"].flatten() for g in ("walker", "scout")])
+        assert bool((rewards != -1).all()) is legal  # a forbidden move costs -1

@@ -245,6 +245,29 @@ class MarlLayout:
         """``[((group, "action"), (group, "action_mask")), ...]`` for the ``ActionMask`` transform."""
         return [((g, "action"), (g, "action_mask")) for g in self.masked_groups]
 
+    def update_action_spec_masks(self, action_spec: Composite, tensordict: TensorDictBase) -> None:
+        """Writes each masked group's ``(group, "action_mask")`` of ``tensordict`` into the mask
+        of its action spec (what TorchRL's PettingZoo wrapper does after every step), so that
+        ``rand_action`` picks allowed actions without the ``ActionMask`` transform.
+
+        Args:
+            action_spec: the env's ``full_action_spec`` (updated in place).
+            tensordict: the output of a reset or step.
+
+        >>> from torchenv.specs import Categorical, Unbounded
+        >>> layout = MarlLayout(["a_0"], observation_specs={"a_0": Unbounded((1,))},
+        ...     action_specs={"a_0": Categorical(3)}, action_mask=True)
+        >>> td = layout.output({"action_mask": {"a_0": [False, False, True]}, "done": {}})
+        >>> spec = layout.full_action_spec.clone()
+        >>> layout.update_action_spec_masks(spec, td)
+        >>> spec.rand()["a", "action"].tolist()
+        [2]
+        """
+        for group in self.masked_groups:
+            spec = action_spec[group, "action"]
+            if hasattr(spec, "update_mask"):
+                spec.update_mask(tensordict.get((group, "action_mask")))
+
     def reset_rows(self, tensordict: TensorDictBase | None) -> torch.Tensor:
         """The sub-envs a ``_reset`` call must reset: a boolean tensor of the batch shape.
 

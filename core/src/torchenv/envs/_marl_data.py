@@ -9,6 +9,10 @@ Two input forms, decided per leaf at run time:
   flags), written agent by agent through its numpy view.
 
 Heterogeneous groups (agents whose specs differ) get one TensorDict per agent, lazily stacked.
+
+Outputs are fresh tensors, never buffers reused from step to step: rollouts, replay buffers and
+``step_mdp`` keep references to them. Both paths copy each agent's value exactly once (into the
+group tensor), and actions are handed back as views of the group tensor.
 """
 
 from __future__ import annotations

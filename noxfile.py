@@ -30,6 +30,7 @@ DOCS_PAGES = [
     "docs/cli.md",
     "docs/migrating-from-torchrl.md",
     "docs/plugins.md",
+    "docs/export.md",
     "docs/multiagent.md",
 ]
 
@@ -82,6 +83,22 @@ def _torchrl_python(session: nox.Session) -> str:
         "gymnasium",
         "mujoco>=3",  # HalfCheetah in bench_gym.py
         "imageio",
+        external=True,
+    )
+    # torchenv itself too, for the benchmarks that run both libraries in one process
+    # (bench_dqn.py: TorchRL's collector and loss on torchenv's env). No deps: TorchRL's pins stay.
+    session.run(
+        str(python),
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--no-deps",
+        "-e",
+        str(ROOT / "core"),
+        "-e",
+        str(ROOT / "plugins" / "gym"),
+        "pluggy>=1.5",
         external=True,
     )
     return str(python)

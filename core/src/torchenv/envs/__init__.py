@@ -1,5 +1,9 @@
 """torchenv.envs: ``EnvBase``, the MDP contract and its utilities (TorchRL-compatible)."""
 
+from tensordict.nn import InteractionType as ExplorationType
+from tensordict.nn import set_interaction_type as set_exploration_type
+from tensordict.nn.probabilistic import interaction_type as exploration_type
+
 from torchenv.envs._checks import check_env_specs
 from torchenv.envs._common import EnvBase
 from torchenv.envs._libraries import get_available_libraries
@@ -19,17 +23,20 @@ __all__ = [
     "CartPoleEnv",
     "EnvBase",
     "EnvMetaData",
+    "ExplorationType",
     "MarlGroupMapType",
     "MarlLayout",
     "PendulumEnv",
     "TicTacToeEnv",
     "check_marl_grouping",
+    "exploration_type",
     "get_available_libraries",
     "group_map_by_prefix",
     "resolve_group_map",
     "RandomPolicy",
     "check_env_specs",
     "make_composite_from_td",
+    "set_exploration_type",
     "step_mdp",
     "terminated_or_truncated",
 ]

@@ -22,6 +22,7 @@ from torchenv.envs._reset import (
 from torchenv.envs._spec_props import _EnvSpecs
 from torchenv.envs._step import _merge_sub_next, _skip_next, _StepPlan, check_observations
 from torchenv.envs._step_mdp import _EnvStepMDP
+from torchenv.envs._torchrl_internals import TorchRLInternals
 from torchenv.envs._utils import (
     _align_mask,
     _any,
@@ -52,7 +53,7 @@ class _EnvMeta(abc.ABCMeta):
         return instance
 
 
-class EnvBase(_EnvSpecs, torch.nn.Module, metaclass=_EnvMeta):
+class EnvBase(_EnvSpecs, TorchRLInternals, torch.nn.Module, metaclass=_EnvMeta):
     """Base class of every environment: a ``torch.nn.Module`` that reads and writes TensorDicts.
 
     Subclasses set the specs in ``__init__`` (shapes start with ``batch_size``) and implement

@@ -16,6 +16,7 @@ from torchenv.specs._composite_data import CompositeDataOps
 from torchenv.specs._composite_shape import CompositeShapeOps
 from torchenv.specs._errors import SpecKeyError, SpecLockedError, SpecShapeError
 from torchenv.specs._keys import ItemsView, KeysView, ValuesView
+from torchenv.specs._torchrl import from_torchrl_spec, is_torchrl_spec
 from torchenv.specs._utils import (
     DeviceLike,
     ShapeLike,
@@ -233,7 +234,9 @@ class Composite(CompositeDataOps, CompositeShapeOps, TensorSpec):
             return self
         self._check_unlocked("set an entry of")
         if spec is not None:
-            if not isinstance(spec, TensorSpec):
+            if not isinstance(spec, TensorSpec) and is_torchrl_spec(spec):
+                spec = from_torchrl_spec(spec)  # a TorchRL transform adding its own spec
+            elif not isinstance(spec, TensorSpec):
                 raise TypeError(
                     f"Composite entry {name!r} must be a TensorSpec, got {type(spec).__name__}."
                 )

@@ -64,6 +64,9 @@ from torchenv.transforms._tensors import (
 )
 from torchenv.transforms._transformed_env import AutoResetEnv, TransformedEnv
 
+# TorchRL's private helper for custom transforms, importable where TorchRL code looks for it.
+from torchenv.transforms._utils import _apply_to_composite as _apply_to_composite
+
 __all__ = [
     "ActionDiscretizer",
     "ActionMask",

@@ -237,6 +237,34 @@ class VecNorm(Transform):
             new._buffers[name] = None if buf is None else buf.clone()
         return new.freeze()
 
+    # The state dict holds the statistics the way TorchRL's VecNorm does: one "_extra_state"
+    # entry mapping "<key>_sum" / "<key>_ssq" / "<key>_count" to tensors (the buffers stay
+    # buffers, so that EnvCreator can still share them between workers).
+    _STATS = ("_sum", "_ssq", "_count")
+
+    def _save_to_state_dict(self, destination: dict, prefix: str, keep_vars: bool) -> None:
+        stats = {}
+        for key in self._seen():
+            for suffix, value in zip(self._STATS, self._raw(key)):
+                stats[flat_name(key) + suffix] = value if keep_vars else value.detach()
+        destination[prefix + "_extra_state"] = stats
+
+    def _load_from_state_dict(
+        self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
+    ) -> None:
+        stats = state_dict.get(prefix + "_extra_state")
+        if stats is None:
+            if strict:
+                missing_keys.append(prefix + "_extra_state")
+            return
+        for key in self.in_keys:
+            total = stats.get(flat_name(key) + "_sum")
+            if total is None:
+                continue
+            self._init_stats(key, total.shape, total.device)
+            for suffix, buffer in zip(self._STATS, self._raw(key)):
+                buffer.copy_(stats[flat_name(key) + suffix].reshape(buffer.shape))
+
     def _init_stats(self, key: NestedKey, shape, device) -> None:
         name = self._names[key]
         if getattr(self, name + "_sum", None) is not None:

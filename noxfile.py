@@ -1,4 +1,4 @@
-"""Developer tasks: ``nox -s tests``, ``lint``, ``bench``, ``demo``, ``docs`` (``nox -l`` lists them).
+"""Developer tasks: ``nox -s tests``, ``lint``, ``bench``, ``build``, ``demo``, ``docs`` (``nox -l``).
 
 Every session installs the core and every plugin in ``plugins/*/`` editable, with torch pinned to
 the local CPU build through ``constraints.txt``. Arguments after ``--`` go to the tool, e.g.
@@ -112,6 +112,13 @@ def bench(session: nox.Session) -> None:
     selected = session.posargs or sorted(str(p) for p in ROOT.glob("benchmarks/bench_*.py"))
     for script in selected:
         session.run("python", script, env=env)
+
+
+@nox.session
+def build(session: nox.Session) -> None:
+    """Wheels and sdists of the core and every plugin in dist/, checked with twine."""
+    session.install(*CONSTRAINTS, "build>=1.2", "twine>=5", "setuptools>=68", "wheel")
+    session.run("python", "scripts/build_dists.py", *(session.posargs or ["dist"]))
 
 
 @nox.session

@@ -586,6 +586,8 @@ class EnvBase(_EnvSpecs, TorchRLInternals, torch.nn.Module, metaclass=_EnvMeta):
             set_truncated (bool): mark the last step as truncated.
             out (TensorDictBase): a tensordict to stack into.
             trust_policy (bool): call the policy as is, without checking or wrapping it.
+            progress (bool | str): show a progress bar (tqdm) on stderr, labelled with the
+                string if one is given.
 
         Returns:
             the stacked steps, with a trailing dim named ``"time"``.
@@ -593,6 +595,26 @@ class EnvBase(_EnvSpecs, TorchRLInternals, torch.nn.Module, metaclass=_EnvMeta):
         from torchenv.envs._rollout import rollout
 
         return rollout(self, max_steps, policy, callback, **kwargs)
+
+    @classmethod
+    def register_gym(cls, id: str, **kwargs: Any) -> Any:
+        """Registers this env class with gymnasium under ``id`` (TorchRL's ``register_gym``).
+
+        ``gymnasium.make(id)`` then builds the env and returns it behind the gymnasium API
+        (:func:`torchenv.to_gymnasium`). Keyword arguments: ``entry_point``, ``transform``,
+        ``info_keys``, ``to_numpy`` (default ``False``, as TorchRL: tensors), ``max_episode_steps``,
+        ``reward_threshold``, ``nondeterministic``, ``order_enforce``, ``disable_env_checker``;
+        any other is a default keyword argument of the env's constructor.
+
+        >>> import gymnasium
+        >>> from torchenv.envs import PendulumEnv
+        >>> PendulumEnv.register_gym("TorchenvPendulumDoc-v0", to_numpy=True)
+        >>> gymnasium.make("TorchenvPendulumDoc-v0").reset(seed=0)[0]["observation"].shape
+        (3,)
+        """
+        from torchenv.interop._gymnasium import register_gym
+
+        return register_gym(cls, id, **kwargs)
 
     def check_env_specs(self, *args, **kwargs) -> None:
         """Runs :func:`torchenv.envs.check_env_specs` on this env."""

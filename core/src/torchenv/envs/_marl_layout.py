@@ -592,7 +592,17 @@ class MarlLayout:
     def agent_action(
         self, td: TensorDictBase, agent: str, *, numpy: bool = False, categorical: bool = False
     ) -> Any:
-        """One agent's action (turn-based envs: the agent whose turn it is)."""
+        """One agent's action (turn-based envs: the agent whose turn it is).
+
+        >>> from torchenv.specs import Categorical, Unbounded
+        >>> layout = MarlLayout(["player_1", "player_2"],
+        ...     observation_specs={p: Unbounded((1,)) for p in ["player_1", "player_2"]},
+        ...     action_specs={p: Categorical(9) for p in ["player_1", "player_2"]})
+        >>> td = layout.full_action_spec.zero()
+        >>> td["player", "action"][1] = 4
+        >>> layout.agent_action(td, "player_2", numpy=True)
+        np.int64(4)
+        """
         try:
             group, index = self.agent_group[agent]
         except KeyError:

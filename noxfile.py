@@ -32,6 +32,7 @@ DOCS_PAGES = [
     "docs/plugins.md",
     "docs/export.md",
     "docs/recording.md",
+    "docs/multiagent.md",
 ]
 
 

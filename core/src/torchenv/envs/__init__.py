@@ -9,7 +9,13 @@ from torchenv.envs._checks import check_env_specs
 from torchenv.envs._common import EnvBase
 from torchenv.envs._info import BaseInfoDictReader, default_info_dict_reader
 from torchenv.envs._libraries import get_available_libraries
-from torchenv.envs._marl import MarlGroupMapType, check_marl_grouping
+from torchenv.envs._marl import (
+    MarlGroupMapType,
+    check_marl_grouping,
+    group_map_by_prefix,
+    resolve_group_map,
+)
+from torchenv.envs._marl_layout import MarlLayout
 from torchenv.envs._metadata import EnvMetaData
 from torchenv.envs._step_mdp import step_mdp
 from torchenv.envs._utils import RandomPolicy, make_composite_from_td, terminated_or_truncated
@@ -23,11 +29,14 @@ __all__ = [
     "EnvMetaData",
     "ExplorationType",
     "MarlGroupMapType",
+    "MarlLayout",
     "PendulumEnv",
     "TicTacToeEnv",
     "check_marl_grouping",
     "exploration_type",
     "get_available_libraries",
+    "group_map_by_prefix",
+    "resolve_group_map",
     "RandomPolicy",
     "check_env_specs",
     "default_info_dict_reader",

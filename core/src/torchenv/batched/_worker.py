@@ -381,7 +381,10 @@ def worker_main(
     done, left, all_done = signals
 
     def finish(op: int) -> None:
-        ctl[op_slot] = 0  # idle again: the parent tells a hung worker from one that answered
+        # Idle again: the parent tells a hung worker from one that answered. A close sent from
+        # another thread while this command ran has overwritten the slot: leave it for the loop.
+        if ctl[op_slot] == op:
+            ctl[op_slot] = 0
         if op in COUNTED_OPS:
             if not left.acquire(False):  # the last of the workers sent this command
                 all_done.release()
@@ -397,7 +400,9 @@ def worker_main(
                 break  # orphaned: the parent died without closing us
             continue
         op = ctl[op_slot]
-        if op == OP_CLOSE:
+        # 0 on a wake-up: a close raced the clear in ``finish`` (only the parent's shutdown
+        # writes without waiting for the worker to be idle), so it is a close as well.
+        if op in (OP_CLOSE, 0):
             if runner is not None:
                 with contextlib.suppress(BaseException):  # closing must not hang the parent
                     _close_env(runner.env)

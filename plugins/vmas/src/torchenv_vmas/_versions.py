@@ -11,9 +11,10 @@ The supported versions (1.4.3 to 1.5.x) share the env API this plugin uses (``ma
   stream.
 
 :func:`rng_binding` returns the pair of functions the env calls around each VMAS call. From 1.5.1
-it swaps the env's own state into VMAS's shared list and back (two list copies of three
-references, no generator state is copied), so each env has its own stream and the same seed gives
-the same trajectory whatever other VMAS envs do. Up to 1.5.0 there is nothing to isolate without
+it swaps the env's own state into VMAS's shared list and the previous one back after (list
+copies of three references, no generator state is copied), so each env has its own stream, the
+same seed gives the same trajectory whatever other VMAS envs do, and plain VMAS envs of the same
+process are not disturbed by ours. Up to 1.5.0 there is nothing to isolate without
 copying the global generators at every call, so both functions do nothing (documented in
 ``docs/vmas.md``).
 """
@@ -50,11 +51,14 @@ def rng_binding(vmas_env: Any) -> tuple[Enter, Exit]:  # noqa: F811 - one name, 
     """
     shared: list = type(vmas_env).vmas_random_state
     own = list(shared)
+    outer = list(shared)
 
     def enter() -> None:
+        outer[:] = shared  # whatever other VMAS envs left there, put back on leave
         shared[:] = own
 
     def leave() -> None:
         own[:] = shared
+        shared[:] = outer
 
     return enter, leave

@@ -13,6 +13,7 @@ import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import torch
 from tensordict import TensorDictBase
 
@@ -239,9 +240,11 @@ class VmasWrapper(EnvBase):
         """
         self._enter()
         try:
-            return self._env.render(mode=mode, env_index=env_index, **kwargs)
+            frame = self._env.render(mode=mode, env_index=env_index, **kwargs)
         finally:
             self._leave()
+        # VMAS flips the GL buffer with a negative stride: torch.as_tensor refuses those
+        return np.ascontiguousarray(frame) if isinstance(frame, np.ndarray) else frame
 
     def to(self, device: Any) -> VmasWrapper:
         device = torch.device(device)

@@ -9,10 +9,11 @@ Scenarios ``balance`` (3 agents) and ``navigation`` (4 agents), 32 and 1024 envs
   auto-resets: ``step_and_maybe_reset`` for the TorchRL and torchenv envs; for raw VMAS the same
   policy, ``env.step`` and ``reset_at`` of every done sub-env (what a user of VMAS writes).
 
-Every measurement is the time per step of a loop of ``--seconds`` (after warm-up); the sides
-alternate ``--repeats`` times (TorchRL's side runs in its own venv, one subprocess per round,
-because TorchRL pins another tensordict: ``$TORCHENV_BENCH_TORCHRL_PYTHON``); the medians are
-printed with ours/raw and TorchRL/raw ratios. Run:
+Each side is timed against raw VMAS in the same process, in alternating chunks (``--chunks``
+of ``--seconds / --chunks`` each, after a warm-up), so the load of a shared machine hits both
+alike; the medians of the chunks are printed with the ours/raw and TorchRL/raw ratios. TorchRL's
+side runs in its own venv (TorchRL pins another tensordict: ``$TORCHENV_BENCH_TORCHRL_PYTHON``),
+against its own interleaved raw VMAS. Run:
 
     TORCHENV_BENCH_TORCHRL_PYTHON=/path/to/venv/bin/python python benchmarks/bench_vmas.py
 """
@@ -36,9 +37,8 @@ MODES = ("step", "policy")
 STEPS_PER_CHECK = 10
 
 
-def _loop(fn, seconds: float) -> float:
-    for _ in range(STEPS_PER_CHECK):
-        fn()
+def _chunk(fn, seconds: float) -> float:
+    """Time per call of ``fn`` over a chunk of about ``seconds`` (whole blocks of calls)."""
     n, start = 0, time.perf_counter()
     while time.perf_counter() - start < seconds:
         for _ in range(STEPS_PER_CHECK):
@@ -47,12 +47,26 @@ def _loop(fn, seconds: float) -> float:
     return (time.perf_counter() - start) / n
 
 
+def _interleaved(fns: dict, seconds: float, chunks: int) -> dict[str, float]:
+    """Median time per call of each function, timed in alternating chunks (the machine's load
+    changes hit every side alike): ``chunks`` chunks of ``seconds / chunks`` each."""
+    for fn in fns.values():  # warm-up
+        for _ in range(STEPS_PER_CHECK):
+            fn()
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    names = list(fns)
+    for c in range(chunks):
+        for name in names if c % 2 == 0 else names[::-1]:
+            times[name].append(_chunk(fns[name], seconds / chunks))
+    return {name: statistics.median(ts) for name, ts in times.items()}
+
+
 def _policy(obs_dim: int, act_dim: int) -> torch.nn.Module:
     torch.manual_seed(0)
     return torch.nn.Sequential(torch.nn.Linear(obs_dim, act_dim), torch.nn.Tanh())
 
 
-def raw_side(scenario: str, num_envs: int, mode: str, seconds: float) -> float:
+def raw_side(scenario: str, num_envs: int, mode: str):
     import vmas
 
     env = vmas.make_env(scenario, num_envs=num_envs, seed=0, terminated_truncated=True)
@@ -64,7 +78,7 @@ def raw_side(scenario: str, num_envs: int, mode: str, seconds: float) -> float:
         def step():
             env.step(actions)
 
-        return _loop(step, seconds)
+        return step
     obs = env.reset()
     policy = _policy(obs[0].shape[-1], 2)
     state = {"obs": obs}
@@ -80,10 +94,10 @@ def raw_side(scenario: str, num_envs: int, mode: str, seconds: float) -> float:
             obs = env.get_from_scenario(True, False, False, False)[0]
         state["obs"] = obs
 
-    return _loop(step, seconds)
+    return step
 
 
-def td_side(env_cls, scenario: str, num_envs: int, mode: str, seconds: float) -> float:
+def td_side(env_cls, scenario: str, num_envs: int, mode: str):
     env = env_cls(scenario, num_envs=num_envs, seed=0)
     td = env.reset()
     if mode == "step":
@@ -92,7 +106,7 @@ def td_side(env_cls, scenario: str, num_envs: int, mode: str, seconds: float) ->
         def step():
             env.step(td)
 
-        return _loop(step, seconds)
+        return step
     policy = _policy(td["agents", "observation"].shape[-1], 2)
     state = {"td": td}
 
@@ -102,72 +116,62 @@ def td_side(env_cls, scenario: str, num_envs: int, mode: str, seconds: float) ->
         data["agents", "action"] = policy(data["agents", "observation"])
         _, state["td"] = env.step_and_maybe_reset(data)
 
-    return _loop(step, seconds)
+    return step
 
 
-def one_round(impl: str, seconds: float) -> dict[str, float]:
+def measure(impl: str, seconds: float, chunks: int) -> dict[str, dict[str, float]]:
+    """Per config, the median time per step of raw VMAS and of ``impl``, interleaved."""
+    if impl == "torchrl":
+        from torchrl.envs import VmasEnv
+    else:
+        from torchenv_vmas import VmasEnv
     out = {}
     for scenario in SCENARIOS:
         for num_envs in SIZES:
             for mode in MODES:
-                key = f"{scenario}/{num_envs}/{mode}"
-                if impl == "raw":
-                    out[key] = raw_side(scenario, num_envs, mode, seconds)
-                elif impl == "torchrl":
-                    from torchrl.envs import VmasEnv
-
-                    out[key] = td_side(VmasEnv, scenario, num_envs, mode, seconds)
-                else:
-                    from torchenv_vmas import VmasEnv
-
-                    out[key] = td_side(VmasEnv, scenario, num_envs, mode, seconds)
+                fns = {
+                    "raw": raw_side(scenario, num_envs, mode),
+                    impl: td_side(VmasEnv, scenario, num_envs, mode),
+                }
+                out[f"{scenario}/{num_envs}/{mode}"] = _interleaved(fns, seconds, chunks)
     return out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--seconds", type=float, default=1.0)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--impl", choices=["raw", "torchrl", "ours"], default=None)
+    parser.add_argument("--seconds", type=float, default=3.0, help="per side and config")
+    parser.add_argument("--chunks", type=int, default=9, help="alternating chunks per side")
+    parser.add_argument("--impl", choices=["torchrl", "ours"], default=None)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    if args.impl is not None:  # one side, one round (the TorchRL subprocess)
-        result = one_round(args.impl, args.seconds)
+    if args.impl is not None:  # one side against raw VMAS (the TorchRL subprocess)
+        result = measure(args.impl, args.seconds, args.chunks)
         print(json.dumps(result) if args.json else result)
         return
+    import vmas
     from _torchrl_side import torchrl_results
 
-    import vmas
-
-    print(f"vmas {vmas.__version__}, torch {torch.__version__}, 1 thread, "
-          f"{args.seconds:.1f} s per measurement, {args.repeats} alternating rounds")
-    rounds: dict[str, list[dict[str, float]]] = {"raw": [], "torchrl": [], "ours": []}
-    for r in range(args.repeats):
-        order = ("raw", "ours", "torchrl") if r % 2 == 0 else ("torchrl", "ours", "raw")
-        for impl in order:
-            if impl == "torchrl":
-                res = torchrl_results(__file__, "--seconds", str(args.seconds))
-                if res is not None:
-                    rounds["torchrl"].append(res)
-            else:
-                rounds[impl].append(one_round(impl, args.seconds))
-    med = {
-        impl: {k: statistics.median(r[k] for r in rs) for k in rs[0]}
-        for impl, rs in rounds.items()
-        if rs
-    }
-    has_trl = "torchrl" in med
-    print(f"{'scenario/num_envs/loop':28s} {'raw us':>9s} {'ours us':>9s} {'ours/raw':>9s}"
-          + (f" {'torchrl us':>10s} {'trl/raw':>8s}" if has_trl else ""))
-    for key, raw in med["raw"].items():
-        ours = med["ours"][key]
-        line = f"{key:28s} {raw * 1e6:9.0f} {ours * 1e6:9.0f} {raw / ours:9.1%}"
-        if has_trl:
-            trl = med["torchrl"][key]
-            line += f" {trl * 1e6:10.0f} {raw / trl:8.1%}"
+    print(
+        f"vmas {vmas.__version__}, torch {torch.__version__}, 1 thread; per config and side "
+        f"{args.seconds:.1f} s in {args.chunks} chunks alternating with raw VMAS; medians"
+    )
+    ours = measure("ours", args.seconds, args.chunks)
+    trl = torchrl_results(__file__, "--seconds", str(args.seconds), "--chunks", str(args.chunks))
+    head = f"{'scenario/num_envs/loop':26s} {'raw us':>8s} {'ours us':>8s} {'ours/raw':>8s}"
+    if trl:
+        head += f" {'raw us':>8s} {'trl us':>8s} {'trl/raw':>8s}"
+    print(head)
+    for key, r in ours.items():
+        line = f"{key:26s} {r['raw'] * 1e6:8.0f} {r['ours'] * 1e6:8.0f} {r['raw'] / r['ours']:8.1%}"
+        if trl:
+            t = trl[key]
+            line += f" {t['raw'] * 1e6:8.0f} {t['torchrl'] * 1e6:8.0f} {t['raw'] / t['torchrl']:8.1%}"
         print(line)
-    print("ratios are throughput relative to raw VMAS (raw time / side time): 100% = as fast as raw")
+    print(
+        "x/raw = raw VMAS time / x time per step, each side against raw VMAS timed interleaved in "
+        "its own process (TorchRL's in its venv): 100% = as fast as raw"
+    )
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ DOCS_PAGES = [
     "docs/plugins.md",
     "docs/export.md",
     "docs/multiagent.md",
+    "docs/vmas.md",
 ]
 
 

@@ -166,7 +166,9 @@ def main() -> None:
         line = f"{key:26s} {r['raw'] * 1e6:8.0f} {r['ours'] * 1e6:8.0f} {r['raw'] / r['ours']:8.1%}"
         if trl:
             t = trl[key]
-            line += f" {t['raw'] * 1e6:8.0f} {t['torchrl'] * 1e6:8.0f} {t['raw'] / t['torchrl']:8.1%}"
+            line += (
+                f" {t['raw'] * 1e6:8.0f} {t['torchrl'] * 1e6:8.0f} {t['raw'] / t['torchrl']:8.1%}"
+            )
         print(line)
     print(
         "x/raw = raw VMAS time / x time per step, each side against raw VMAS timed interleaved in "

@@ -69,7 +69,14 @@ def main(full: bool = False) -> list[float]:
     )
     print("action_spec:", env.action_spec)
     print("full_action_spec:", env.input_spec["full_action_spec"])
-    print("action_keys:", env.action_keys, "reward_keys:", env.reward_keys, "done_keys:", env.done_keys)
+    print(
+        "action_keys:",
+        env.action_keys,
+        "reward_keys:",
+        env.reward_keys,
+        "done_keys:",
+        env.done_keys,
+    )
     env = TransformedEnv(
         env, RewardSum(in_keys=[env.reward_key], out_keys=[("agents", "episode_reward")])
     )
@@ -93,7 +100,9 @@ def main(full: bool = False) -> list[float]:
         NormalParamExtractor(),
     )
     policy_module = TensorDictModule(
-        policy_net, in_keys=[("agents", "observation")], out_keys=[("agents", "loc"), ("agents", "scale")]
+        policy_net,
+        in_keys=[("agents", "observation")],
+        out_keys=[("agents", "loc"), ("agents", "scale")],
     )
     policy = ProbabilisticActor(
         module=policy_module,
@@ -175,7 +184,9 @@ def main(full: bool = False) -> list[float]:
                 subdata = replay_buffer.sample()
                 loss_vals = loss_module(subdata)
                 loss_value = (
-                    loss_vals["loss_objective"] + loss_vals["loss_critic"] + loss_vals["loss_entropy"]
+                    loss_vals["loss_objective"]
+                    + loss_vals["loss_critic"]
+                    + loss_vals["loss_entropy"]
                 )
                 loss_value.backward()
                 torch.nn.utils.clip_grad_norm_(loss_module.parameters(), max_grad_norm)

@@ -102,7 +102,8 @@ def test_implement_for_follows_set_gym_backend():
 
 
 @pytest.mark.skipif(
-    not (GYM_USABLE and HAS_GYMNASIUM), reason="needs a usable gym (numpy<2) and gymnasium side by side"
+    not (GYM_USABLE and HAS_GYMNASIUM),
+    reason="needs a usable gym (numpy<2) and gymnasium side by side",
 )
 def test_switch_between_gym_and_gymnasium_in_one_process():
     import gym
@@ -127,5 +128,8 @@ def test_switch_between_gym_and_gymnasium_in_one_process():
 
 @pytest.mark.skipif(not HAS_GYM or GYM_USABLE, reason="needs gym < 0.27 installed with numpy 2")
 def test_legacy_gym_with_numpy2_is_refused_clearly():
-    with pytest.raises(ImportError, match=r"needs numpy<2 \(it uses np.bool8"), set_gym_backend("gym"):
+    with (
+        pytest.raises(ImportError, match=r"needs numpy<2 \(it uses np.bool8"),
+        set_gym_backend("gym"),
+    ):
         pass

@@ -11,9 +11,9 @@ import pytest
 
 pytest.importorskip("vmas")
 
-from torchenv.envs import MarlGroupMapType  # noqa: E402
-from torchenv.testing import MultiAgentConformanceTests  # noqa: E402
-from torchenv_vmas import VmasEnv  # noqa: E402
+from torchenv.envs import MarlGroupMapType
+from torchenv.testing import MultiAgentConformanceTests
+from torchenv_vmas import VmasEnv
 
 pytestmark = pytest.mark.vmas
 

@@ -125,7 +125,12 @@ def test_group_maps():
         "navigation", num_envs=2, n_agents=2, group_map=MarlGroupMapType.ONE_GROUP_PER_AGENT
     )
     assert set(per_agent.group_map) == {"agent_0", "agent_1"}
-    custom = VmasEnv("navigation", num_envs=2, n_agents=3, group_map={"a": ["agent_2", "agent_0"], "b": ["agent_1"]})
+    custom = VmasEnv(
+        "navigation",
+        num_envs=2,
+        n_agents=3,
+        group_map={"a": ["agent_2", "agent_0"], "b": ["agent_1"]},
+    )
     td = custom.rollout(2)
     assert td["a", "observation"].shape[:3] == (2, 2, 2)
     with pytest.raises(ValueError, match="agent_1"):
@@ -134,7 +139,9 @@ def test_group_maps():
 
 def test_custom_group_order_reaches_the_right_agents():
     """Actions of a reordered group go to the agents they are written for."""
-    env = VmasEnv("navigation", num_envs=3, n_agents=2, seed=0, group_map={"g": ["agent_1", "agent_0"]})
+    env = VmasEnv(
+        "navigation", num_envs=3, n_agents=2, seed=0, group_map={"g": ["agent_1", "agent_0"]}
+    )
     raw = vmas.make_env("navigation", num_envs=3, n_agents=2, seed=0, terminated_truncated=True)
     env.reset()
     raw.reset()
@@ -145,14 +152,30 @@ def test_custom_group_order_reaches_the_right_agents():
 
 
 def test_one_hot_actions_are_sent_as_indices():
-    env = VmasEnv("navigation", num_envs=3, n_agents=2, seed=0, continuous_actions=False, categorical_actions=False)
+    env = VmasEnv(
+        "navigation",
+        num_envs=3,
+        n_agents=2,
+        seed=0,
+        continuous_actions=False,
+        categorical_actions=False,
+    )
     spec = env.full_action_spec["agents", "action"]
     assert isinstance(spec, OneHot) and spec.shape == (3, 2, 9)
-    raw = vmas.make_env("navigation", num_envs=3, n_agents=2, seed=0, continuous_actions=False, terminated_truncated=True)
+    raw = vmas.make_env(
+        "navigation",
+        num_envs=3,
+        n_agents=2,
+        seed=0,
+        continuous_actions=False,
+        terminated_truncated=True,
+    )
     env.reset()
     raw.reset()
     index = torch.tensor([[1, 8], [2, 3], [0, 5]])
-    td = env.step(TensorDict({"agents": {"action": torch.nn.functional.one_hot(index, 9)}}, batch_size=[3]))
+    td = env.step(
+        TensorDict({"agents": {"action": torch.nn.functional.one_hot(index, 9)}}, batch_size=[3])
+    )
     obs, *_ = raw.step(list(index.unbind(1)))
     torch.testing.assert_close(td["next", "agents", "observation"], torch.stack(obs, 1))
 
@@ -189,7 +212,9 @@ def test_bad_input_is_reported_clearly():
         env.step(env.reset())
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="device='cuda' needs a CUDA GPU (none here)")
+@pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="device='cuda' needs a CUDA GPU (none here)"
+)
 def test_cuda():
     env = VmasEnv("balance", num_envs=32, device="cuda", seed=0)
     assert env.device.type == "cuda"

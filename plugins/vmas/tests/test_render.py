@@ -8,10 +8,10 @@ import torch
 
 pytest.importorskip("vmas")
 
-from torchenv.record import PixelRenderTransform  # noqa: E402
-from torchenv.record._frames import to_video_frames  # noqa: E402
-from torchenv.transforms import TransformedEnv  # noqa: E402
-from torchenv_vmas import VmasEnv  # noqa: E402
+from torchenv.record import PixelRenderTransform
+from torchenv.record._frames import to_video_frames
+from torchenv.transforms import TransformedEnv
+from torchenv_vmas import VmasEnv
 
 pytestmark = [pytest.mark.vmas, pytest.mark.slow]
 

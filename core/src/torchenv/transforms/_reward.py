@@ -310,7 +310,9 @@ class RewardSum(Transform):
                 shape = (
                     reward_nodes[prefix].shape
                     if prefix in reward_nodes.keys(True)
-                    else spec[prefix[:-1]].shape if depth > 1 else spec.shape
+                    else spec[prefix[:-1]].shape
+                    if depth > 1
+                    else spec.shape
                 )
                 spec[prefix] = Composite(shape=shape, device=spec.device)
             spec[key] = leaf

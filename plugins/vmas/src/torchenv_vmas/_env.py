@@ -180,7 +180,11 @@ class VmasWrapper(EnvBase):
             per_agent["info"] = self._as_list(infos)
         if self._tt:
             terminated, truncated = flags
-            root = {"done": terminated | truncated, "terminated": terminated, "truncated": truncated}
+            root = {
+                "done": terminated | truncated,
+                "terminated": terminated,
+                "truncated": truncated,
+            }
         else:
             root = {"done": flags[0], "terminated": flags[0].clone()}
         return self._layout.output(per_agent, root)

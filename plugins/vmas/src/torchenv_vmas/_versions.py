@@ -37,7 +37,7 @@ def _noop() -> None:
 
 
 @implement_for("vmas", "1.4.3", "1.5.1")
-def rng_binding(vmas_env: Any) -> tuple[Enter, Exit]:  # noqa: ARG001 - same signature as below
+def rng_binding(vmas_env: Any) -> tuple[Enter, Exit]:
     """``(enter, leave)`` around VMAS calls: nothing to do, VMAS uses the global generators."""
     return _noop, _noop
 

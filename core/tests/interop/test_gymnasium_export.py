@@ -8,7 +8,7 @@ import torch
 
 import torchenv
 from torchenv.envs import TicTacToeEnv
-from torchenv.transforms import DTypeCastTransform
+from torchenv.transforms import DTypeCastTransform, StepCounter
 
 gymnasium = pytest.importorskip("gymnasium")
 from gymnasium.utils.env_checker import check_env  # noqa: E402
@@ -114,3 +114,26 @@ def test_vector_env_equals_the_torchenv_env_step_for_step():
         np.testing.assert_array_equal(terminated, expected["next", "terminated"][:, t, 0].numpy())
         if t + 1 < 50:
             np.testing.assert_array_equal(obs, expected["observation"][:, t + 1].numpy())
+
+
+def test_register_gym_as_torchrl_spells_it():
+    from torchenv.envs import CartPoleEnv
+
+    CartPoleEnv.register_gym(
+        "TorchenvTestCartPole-v0",
+        transform=StepCounter(),
+        info_keys=["step_count"],
+        max_episode_steps=3,
+    )
+    env = gymnasium.make("TorchenvTestCartPole-v0")
+    obs, info = env.reset(seed=0)
+    assert isinstance(obs["observation"], torch.Tensor)  # to_numpy=False by default, as TorchRL
+    obs, _, terminated, truncated, info = env.step(1)
+    assert int(info["step_count"]) == 1
+    for _ in range(2):
+        *_, truncated, info = env.step(1)
+    assert truncated  # gymnasium's TimeLimit, from max_episode_steps
+    numpy_env = torchenv.to_gymnasium(torchenv.make("builtin:CartPole"), to_numpy=True)
+    assert isinstance(numpy_env.reset(seed=0)[0], np.ndarray)
+    with pytest.raises(ValueError, match="gymnasium only"):
+        CartPoleEnv.register_gym("TorchenvTestCartPole-v1", backend="gym")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from tensordict import LazyStackedTensorDict, TensorDictBase
 
@@ -31,7 +33,7 @@ def _spec_for(env, key: tuple) -> tuple[str, object] | None:
 
 
 def check_env_specs(
-    env,
+    env: Any,
     return_contiguous: bool | None = None,
     check_dtype: bool = True,
     seed: int | None = None,

@@ -11,7 +11,9 @@ its transforms. gymnasium is imported only when an env is exported.
 
 from __future__ import annotations
 
+import functools
 import importlib
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -21,13 +23,15 @@ from torchenv.envs import EnvBase
 from torchenv.interop._spaces_out import action_encoder, spec_to_space
 from torchenv.specs import Composite
 
-__all__ = ["to_gymnasium"]
+__all__ = ["register_gym", "to_gymnasium"]
 
 
 class _Layout:
     """What the export reads and writes: one action key, one reward key, the observations."""
 
-    def __init__(self, env: EnvBase) -> None:
+    def __init__(self, env: EnvBase, to_numpy: bool = True, info_keys: Sequence[Any] = ()) -> None:
+        self.to_numpy = to_numpy
+        self.info_keys = list(info_keys)
         name = type(env).__name__
         if len(env.action_keys) != 1 or len(env.reward_keys) != 1:
             raise TypeError(
@@ -56,10 +60,26 @@ class _Layout:
         self.batch_size = env.batch_size
 
     def observation(self, td: TensorDictBase) -> Any:
-        """Fresh numpy arrays (an env may hand out the same tensor twice, e.g. static entries)."""
+        """Fresh numpy arrays (an env may hand out the same tensor twice, e.g. static entries).
+
+        With ``to_numpy=False`` (``register_gym``'s TorchRL default): tensors (a dict of them).
+        """
+        if not self.to_numpy:
+            if self.single_key is not None:
+                return td.get(self.single_key).clone()
+            return td.select(*self.observation_spec.keys(True, True)).clone().to_dict()
         if self.single_key is not None:
             return _copy(td.get(self.single_key))
         return _as_numpy(td.select(*self.observation_spec.keys(True, True)))
+
+    def info(self, td: TensorDictBase) -> dict:
+        """The ``info_keys`` entries of ``td`` (``register_gym``), as numpy or tensors."""
+        if not self.info_keys:
+            return {}
+        return {
+            key: _copy(td.get(key)) if self.to_numpy else td.get(key).clone()
+            for key in self.info_keys
+        }
 
     def flags(self, next_td: TensorDictBase) -> tuple[np.ndarray, np.ndarray]:
         terminated = next_td.get(self.terminated_key).reshape(self.batch_size).cpu().numpy()
@@ -92,12 +112,14 @@ def _spaces(layout: _Layout, gymnasium: Any) -> tuple[Any, Any]:
     )
 
 
-def to_gymnasium(env: EnvBase) -> Any:
+def to_gymnasium(env: EnvBase, *, to_numpy: bool = True, info_keys: Sequence[Any] = ()) -> Any:
     """``env`` behind the gymnasium API.
 
     Args:
         env: a torchenv env (transforms included) with one action and one reward entry and
             batch size ``()`` (→ ``gymnasium.Env``) or ``(n,)`` (→ ``gymnasium.vector.VectorEnv``).
+        to_numpy: observations as numpy arrays (default) or as tensors / TensorDicts.
+        info_keys: entries of the env's output to return in ``info`` (single env).
 
     Returns:
         The gymnasium env. Closing it closes ``env``.
@@ -118,7 +140,7 @@ def to_gymnasium(env: EnvBase) -> Any:
     if not isinstance(env, EnvBase):
         raise TypeError(f"to_gymnasium expects a torchenv EnvBase, got {type(env).__name__}")
     gymnasium = importlib.import_module("gymnasium")
-    layout = _Layout(env)
+    layout = _Layout(env, to_numpy, info_keys)
     if env.batch_dims == 0:
         return _env_class(gymnasium)(env, layout)
     if env.batch_dims == 1:
@@ -152,7 +174,7 @@ def _env_class(gymnasium: Any) -> type:
             if seed is not None:
                 self.env.set_seed(seed)
             self._td = self.env.reset()
-            return self._layout.observation(self._td), {}
+            return self._layout.observation(self._td), self._layout.info(self._td)
 
         def step(self, action: Any) -> tuple:
             if self._td is None:
@@ -168,7 +190,7 @@ def _env_class(gymnasium: Any) -> type:
                 float(layout.reward(next_td)),
                 bool(terminated),
                 bool(truncated),
-                {},
+                layout.info(next_td),
             )
 
         def close(self) -> None:
@@ -246,3 +268,67 @@ def _row(observation: Any, i: int) -> Any:
     if isinstance(observation, dict):
         return {key: _row(value, i) for key, value in observation.items()}
     return observation[i]
+
+
+def _make_exported(
+    entry_point: Callable[..., EnvBase],
+    transform: Any,
+    to_numpy: bool,
+    info_keys: Sequence[Any],
+    **kwargs: Any,
+) -> Any:
+    env = entry_point(**kwargs)
+    if transform is not None:
+        from torchenv.transforms import TransformedEnv
+
+        env = TransformedEnv(env, transform)
+    return to_gymnasium(env, to_numpy=to_numpy, info_keys=info_keys)
+
+
+def register_gym(
+    cls: type,
+    id: str,
+    *,
+    entry_point: Callable[..., EnvBase] | None = None,
+    transform: Any = None,
+    info_keys: Sequence[Any] | None = None,
+    backend: str | None = None,
+    to_numpy: bool = False,
+    reward_threshold: float | None = None,
+    nondeterministic: bool = False,
+    max_episode_steps: int | None = None,
+    order_enforce: bool = True,
+    autoreset: bool | None = None,
+    disable_env_checker: bool = False,
+    apply_api_compatibility: bool = False,
+    **kwargs: Any,
+) -> Any:
+    """``EnvBase.register_gym``: registers ``cls`` (or ``entry_point``) with gymnasium as ``id``.
+
+    TorchRL's method, for gymnasium: ``gymnasium.make(id, **kw)`` builds the env with
+    ``entry_point(**kwargs, **kw)`` (``cls`` by default), applies ``transform`` and returns it
+    through :func:`to_gymnasium`. ``to_numpy=False`` (TorchRL's default) returns tensors.
+    """
+    if backend not in (None, "gymnasium"):
+        raise ValueError(
+            f"register_gym: torchenv registers with gymnasium only, got backend={backend!r}"
+        )
+    if autoreset or apply_api_compatibility:
+        raise ValueError(
+            "register_gym: autoreset and apply_api_compatibility are gym wrappers torchenv does "
+            "not apply; batched envs already reset finished sub-envs in the same step"
+        )
+    gymnasium = importlib.import_module("gymnasium")
+    factory = functools.partial(
+        _make_exported, entry_point or cls, transform, to_numpy, tuple(info_keys or ())
+    )
+    return gymnasium.register(
+        id,
+        entry_point=factory,
+        reward_threshold=reward_threshold,
+        nondeterministic=nondeterministic,
+        max_episode_steps=max_episode_steps,
+        order_enforce=order_enforce,
+        disable_env_checker=disable_env_checker,
+        kwargs=kwargs,
+    )

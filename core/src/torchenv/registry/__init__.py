@@ -36,8 +36,10 @@ from torchenv.registry._manager import (
     reset_plugins,
     unregister_plugin,
 )
+from torchenv.registry._raw import raw_loop
 
 __all__ = [
+    "raw_loop",
     "DISABLE_ENV_VAR",
     "ENTRY_POINT_GROUP",
     "FAILED_TO_LOAD",

@@ -33,7 +33,8 @@ class ObservationNorm(ObservationTransform):
         scale: the factor.
         in_keys: the observations. Defaults to ``["observation"]``.
         out_keys: where to write them. Defaults to ``in_keys``.
-        in_keys_inv, out_keys_inv: entries to which the inverse map is applied before the step.
+        in_keys_inv: entries to which the inverse map is applied before the step.
+        out_keys_inv: their outer names (default: ``in_keys_inv``).
         standard_normal: compute ``(obs - loc) / scale`` instead (``loc``, ``scale`` then are the
             mean and standard deviation).
         eps: lower bound of ``scale`` estimated by :meth:`init_stats`.

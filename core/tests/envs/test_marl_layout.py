@@ -444,3 +444,29 @@ def test_update_action_spec_masks_keeps_random_actions_legal():
         data = env.rollout(20, break_when_any_done=False)
         rewards = torch.cat([data["next", g, "reward"].flatten() for g in ("walker", "scout")])
         assert bool((rewards != -1).all()) is legal  # a forbidden move costs -1
+
+
+def test_shared_reward_layout():
+    layout = _layout(batch=(2,), reward="shared", done="root")
+    spec = layout.full_reward_spec
+    assert list(spec.keys(True, True)) == ["reward"] and spec["reward"].shape == (2, 1)
+    td = layout.output(
+        {"observation": [torch.zeros(2, 3)] * 3},
+        {"reward": torch.tensor([1.0, 2.0]), "done": torch.zeros(2, dtype=torch.bool)},
+    )
+    assert td["reward"].tolist() == [[1.0], [2.0]]
+    assert ("agent", "reward") not in td.keys(True)
+    assert _in_spec(layout.full_reward_spec, td)
+    with pytest.raises(KeyError, match="no entry 'reward'"):
+        layout.output({"reward": [torch.zeros(2)] * 3}, {"done": False})
+    with pytest.raises(ValueError, match="pass no reward_specs"):
+        _layout(reward="shared", reward_specs={a: Unbounded((1,)) for a in AGENTS})
+    with pytest.raises(ValueError, match="reward must be one of"):
+        _layout(reward="team")
+    with pytest.raises(KeyError, match=r"unknown root key 'reward'"):
+        _layout(done="root").output({}, {"done": False, "reward": 1.0})
+
+
+def test_group_named_like_a_root_entry_is_refused():
+    with pytest.raises(ValueError, match="a group named 'done' clashes"):
+        _layout(group_map={"done": AGENTS})

@@ -176,14 +176,17 @@ class TestSerialMarlMockConformance(MultiAgentConformanceTests):
 
         return SerialEnv(2, _heterogeneous_mock)
 
-    @pytest.mark.xfail(
-        strict=True,
-        raises=KeyError,
-        reason="known gap of the batched layer: without shared buffers (lazily stacked specs), a "
-        "partial reset returns the entries of the reset workers only, so ActionMask finds no mask",
-    )
-    def test_marl_random_actions_follow_masks(self):
-        super().test_marl_random_actions_follow_masks()
+
+class TestSerialMarlMockHomogeneousConformance(MultiAgentConformanceTests):
+    """A SerialEnv of multi-agent envs with homogeneous groups (shared buffers)."""
+
+    done_aggregation = "all"
+    expected_groups = ("walker", "scout")
+
+    def make_env(self):
+        from torchenv.batched import SerialEnv
+
+        return SerialEnv(2, MarlMockEnv)
 
 
 @pytest.mark.parametrize("factory", [MarlMockEnv, _heterogeneous_mock])

@@ -174,6 +174,7 @@ class BatchedEnvBase(EnvBase):
         d["_sub_device"] = sub_device
         d["_worker_batch"] = [m["batch_size"] for m in metas]
         d["_started"] = False
+        d["_root_stale"] = set()  # workers that stepped since their root rows were written
         d["_env_str"] = metas[0]["env_str"]
         d["_needs_cast"] = out_device is not None and out_device != sub_device
 
@@ -282,6 +283,7 @@ class BatchedEnvBase(EnvBase):
         if self.__dict__["_started"]:
             return
         self.__dict__["_cache"].pop("batched_root_plan", None)  # it holds buffer views
+        self.__dict__["_root_stale"] = set()
         self._start()
         self.__dict__["_started"] = True
         self.is_closed = False
@@ -424,6 +426,7 @@ class BatchedEnvBase(EnvBase):
         else:
             groups["in"].write(tensordict, workers)
         self._dispatch(W.OP_STEP, workers)
+        d["_root_stale"].update(workers)
         out = groups["next"].snapshot(d["_batch_size"], d["_worker_batch"])
         if partial is not None and len(workers) < n:
             out = self._fill_skipped(out, tensordict, workers)
@@ -475,6 +478,7 @@ class BatchedEnvBase(EnvBase):
                             skipped.set(key, value.clone())
                     full.append(skipped)
             outs = full
+        self.__dict__["_last_outputs"] = outs  # what a later partial reset leaves in place
         return LazyStackedTensorDict.maybe_dense_stack(outs, 0)
 
     # ------------------------------------------------------------------ reset
@@ -509,7 +513,29 @@ class BatchedEnvBase(EnvBase):
                 self._groups["in"].write(tensordict, workers)
         if workers:
             self._dispatch(W.OP_RESET, workers, [(keys, per_worker[i]) for i in workers])
-        return self._cast(self._snapshot("root"))
+        out = self._snapshot("root")
+        stale = self.__dict__["_root_stale"]
+        stale.difference_update(workers)
+        if stale:
+            out = self._refresh_stale_rows(out, sorted(stale))
+        return self._cast(out)
+
+    def _refresh_stale_rows(self, out: TensorDictBase, workers: list[int]) -> TensorDictBase:
+        """The rows of ``workers`` (not reset, but stepped since their root rows were written)
+        from the next buffer, where the data of their last step is: a partial reset returns
+        the current data of what it leaves alone (transforms such as ``ActionMask`` read it)."""
+        nxt = self._groups["next"].snapshot(self.batch_size, self._worker_batch, workers)
+        if isinstance(out, LazyStackedTensorDict):
+            keys = list(out.tensordicts[workers[0]].keys(True, True))
+            for sub, i in zip(nxt.unbind(0), workers):
+                out.tensordicts[i].update(sub.select(*keys, strict=False))
+            return out
+        idx = torch.as_tensor(workers, dtype=torch.long)
+        for key in out.keys(True, True):
+            value = nxt.get(key, None)
+            if value is not None:
+                out.get(key)[idx] = value
+        return out
 
     @property
     def _nested_reset(self) -> bool:
@@ -532,18 +558,23 @@ class BatchedEnvBase(EnvBase):
         if len(workers) < n:
             # workers not reset: their values come from ``tensordict`` (merged by EnvBase.reset)
             template = outs[0] if outs else None
+            keys = None if template is None else list(template.keys(True, True))
+            last = self.__dict__.get("_last_outputs")
             full, it, chosen = [], iter(outs), set(workers)
             for i in range(n):
                 if i in chosen:
                     full.append(next(it))
-                else:
-                    prev = subs[i].exclude(*self.reset_keys, *self.action_keys)
-                    full.append(
-                        prev
-                        if template is None
-                        else prev.select(*template.keys(True, True), strict=False)
-                    )
+                    continue
+                prev = subs[i].exclude(*self.reset_keys, *self.action_keys)
+                if keys is not None:
+                    prev = prev.select(*keys, strict=False)
+                    if last is not None and len(list(prev.keys(True, True))) < len(keys):
+                        # the input was cut to its reset entries (maybe_reset): the worker's
+                        # current data is its last output
+                        prev = last[i].select(*keys, strict=False)
+                full.append(prev)
             outs = full
+        self.__dict__["_last_outputs"] = outs
         return LazyStackedTensorDict.maybe_dense_stack(outs, 0)
 
     # ------------------------------------------------------------------ step_and_maybe_reset
@@ -572,6 +603,9 @@ class BatchedEnvBase(EnvBase):
         else:
             groups["in"].write(tensordict)
         written = self._dispatch(W.OP_STEP_AND_MAYBE_RESET, d["_all_workers"])
+        stale = d["_root_stale"]
+        stale.update(d["_all_workers"])
+        stale.difference_update(written)
         nxt = groups["next"].snapshot(batch_size, d["_worker_batch"])
         root = self._root_after_step(nxt, tensordict, written)
         if d["_needs_cast"]:

@@ -22,8 +22,13 @@ from torchenv.envs._marl_data import (
     to_root_tensor,
     wrap_group,
 )
-from torchenv.envs._marl_specs import DONE_LAYOUTS, agent_leaf_specs, build_group_specs
-from torchenv.specs import Composite, MultiOneHot, OneHot, TensorSpec
+from torchenv.envs._marl_specs import (
+    DONE_LAYOUTS,
+    REWARD_LAYOUTS,
+    agent_leaf_specs,
+    build_group_specs,
+)
+from torchenv.specs import Composite, MultiOneHot, OneHot, TensorSpec, Unbounded
 
 __all__ = ["MarlLayout"]
 
@@ -71,6 +76,9 @@ class MarlLayout:
             at ``(group, "observation")``.
         action_specs: agent -> unbatched action spec (a leaf), at ``(group, "action")``.
         reward_specs: agent -> unbatched reward spec; defaults to ``Unbounded((1,))`` float32.
+        reward: ``"per_agent"`` (``(group, "reward")``, TorchRL's layout) or ``"shared"`` (one
+            root ``"reward"`` of shape ``(*batch, 1)`` for a team reward, given to
+            :meth:`output` as ``root={"reward": ...}``; ``reward_specs`` must then be ``None``).
         info_specs: agent -> unbatched Composite stored at ``(group, "info")``.
         action_mask: add ``(group, "action_mask")``: booleans, one per one-hot action, what the
             ``ActionMask`` transform reads. ``True`` for every group, or the names of the groups
@@ -124,6 +132,7 @@ class MarlLayout:
         action_specs: Mapping[str, TensorSpec],
         reward_specs: Mapping[str, TensorSpec] | None = None,
         info_specs: Mapping[str, Composite] | None = None,
+        reward: str = "per_agent",
         action_mask: bool | Collection[str] = False,
         agent_mask: bool = False,
         done: str = "per_agent",
@@ -141,6 +150,13 @@ class MarlLayout:
         if done not in DONE_LAYOUTS:
             raise ValueError(f"MarlLayout: done must be one of {DONE_LAYOUTS}, got {done!r}")
         self.done_layout = done
+        if reward not in REWARD_LAYOUTS:
+            raise ValueError(f"MarlLayout: reward must be one of {REWARD_LAYOUTS}, got {reward!r}")
+        if reward == "shared" and reward_specs is not None:
+            raise ValueError(
+                "MarlLayout: reward='shared' has one root reward; pass no reward_specs"
+            )
+        self.reward_layout = reward
         self.done_on_any = bool(done_on_any)
         self.batch_size = torch.Size(batch_size)
         self.device = None if device is None else torch.device(device)
@@ -183,6 +199,9 @@ class MarlLayout:
             self._agent_specs,
             done=done,
             done_keys=self.done_keys,
+            shared_reward=(
+                Unbounded(shape=(1,), dtype=torch.float32) if reward == "shared" else None
+            ),
             state_spec=state_spec,
             batch_size=self.batch_size,
             device=self.device,
@@ -205,13 +224,16 @@ class MarlLayout:
             merged = [Composite() for _ in members]
             for spec, name in zip(merged, members, strict=True):
                 for part in ("observation", "reward", "done"):
-                    if part == "done" and done == "root":
+                    if (part == "done" and done == "root") or (
+                        part == "reward" and reward == "shared"
+                    ):
                         continue
                     spec.update(self._agent_specs[name][part])
             self._out_specs[group] = (
                 merged if self.heterogeneous[group] else torch.stack(merged, dim=0)
             )
         self._root_flag_spec = {k: self.full_done_spec[k] for k in self.done_keys}
+        self._root_reward_spec = self.full_reward_spec["reward"] if reward == "shared" else None
         cpu = self.device is None or self.device.type == "cpu"
         self._data_device = None if cpu else self.device
         self._plans: dict[tuple[str, str], Any] = {}
@@ -369,14 +391,24 @@ class MarlLayout:
                 continue
             if key == "state" and self._state_spec is not None:
                 source[key] = to_root_tensor(self._state_spec, value, key, batch, data_device)
+            elif key == "reward" and self._root_reward_spec is not None:
+                source[key] = to_root_tensor(self._root_reward_spec, value, key, batch, data_device)
             else:
                 raise KeyError(
                     f"MarlLayout.output: unknown root key {key!r}; expected one of "
-                    f"{list(self._root_flag_spec) + (['state'] if self._state_spec is not None else [])}"
+                    f"{self._root_keys()}"
                 )
         source.update(flags)
         # every value was shaped from the specs above (or rejected): no validation again
         return TensorDict._new_unsafe(source, batch_size=batch, device=device)
+
+    def _root_keys(self) -> list[str]:
+        keys = list(self._root_flag_spec)
+        if self._state_spec is not None:
+            keys.append("state")
+        if self._root_reward_spec is not None:
+            keys.append("reward")
+        return keys
 
     def _plan(self, group: str, name: str) -> Any:
         """The conversion plan of entry ``name`` of ``group`` (cached; one per agent when the
@@ -560,7 +592,17 @@ class MarlLayout:
     def agent_action(
         self, td: TensorDictBase, agent: str, *, numpy: bool = False, categorical: bool = False
     ) -> Any:
-        """One agent's action (turn-based envs: the agent whose turn it is)."""
+        """One agent's action (turn-based envs: the agent whose turn it is).
+
+        >>> from torchenv.specs import Categorical, Unbounded
+        >>> layout = MarlLayout(["player_1", "player_2"],
+        ...     observation_specs={p: Unbounded((1,)) for p in ["player_1", "player_2"]},
+        ...     action_specs={p: Categorical(9) for p in ["player_1", "player_2"]})
+        >>> td = layout.full_action_spec.zero()
+        >>> td["player", "action"][1] = 4
+        >>> layout.agent_action(td, "player_2", numpy=True)
+        np.int64(4)
+        """
         try:
             group, index = self.agent_group[agent]
         except KeyError:

@@ -24,9 +24,16 @@ from torchenv.specs import (
     Unbounded,
 )
 
-__all__ = ["DONE_LAYOUTS", "action_mask_spec", "agent_leaf_specs", "build_group_specs"]
+__all__ = [
+    "DONE_LAYOUTS",
+    "REWARD_LAYOUTS",
+    "action_mask_spec",
+    "agent_leaf_specs",
+    "build_group_specs",
+]
 
 DONE_LAYOUTS = ("per_agent", "shared", "root")
+REWARD_LAYOUTS = ("per_agent", "shared")
 
 
 def action_mask_spec(action_spec: TensorSpec, *, agent: str = "?") -> Categorical:
@@ -108,18 +115,22 @@ def build_group_specs(
     *,
     done: str,
     done_keys: Sequence[str],
+    shared_reward: TensorSpec | None,
     state_spec: TensorSpec | None,
     batch_size: torch.Size,
     device: Any,
 ) -> tuple[dict[str, TensorSpec], dict[str, bool]]:
     """Stacks the agents' Composites group by group; returns the four batched full specs
-    (``observation``, ``action``, ``reward``, ``done``) and which groups are heterogeneous."""
+    (``observation``, ``action``, ``reward``, ``done``) and which groups are heterogeneous.
+    With ``shared_reward``, the reward is that one root entry instead of one per agent."""
     full = {part: Composite() for part in ("observation", "action", "reward", "done")}
     heterogeneous: dict[str, bool] = {}
     for group, members in group_map.items():
         het = False
         for part in ("observation", "action", "reward", "done"):
-            if part == "done" and done == "root":
+            if (part == "done" and done == "root") or (
+                part == "reward" and shared_reward is not None
+            ):
                 continue
             stacked = torch.stack([per_agent[name][part] for name in members], dim=0)
             het = het or isinstance(stacked, StackedComposite)
@@ -127,6 +138,11 @@ def build_group_specs(
         heterogeneous[group] = het
     for key in done_keys:
         full["done"][key] = _flag()
+    if shared_reward is not None:
+        full["reward"]["reward"] = shared_reward
+    for root_key in ("reward", *done_keys):
+        if root_key in group_map:
+            raise ValueError(f"a group named {root_key!r} clashes with the root {root_key!r} entry")
     if state_spec is not None:
         if "state" in group_map:
             raise ValueError("a group named 'state' clashes with the root 'state' entry")

@@ -122,7 +122,8 @@ def strip_reset_entries(td: TensorDictBase, reset_keys: list) -> None:
 def _masked_merge(
     node: TensorDictBase, node_out: TensorDictBase, mask: torch.Tensor, node_ndim: int
 ) -> None:
-    """``node[k] = where(mask, node_out[k], node[k])`` for every leaf; zeros pad missing ones."""
+    """``node[k] = where(mask, node_out[k], node[k])`` for every leaf; where ``node`` lacks a
+    leaf, ``node_out``'s is taken whole (where ``node_out`` lacks one, zeros are merged in)."""
     if isinstance(node, LazyStackedTensorDict):
         # heterogeneous agents: their entries may not stack, merge member by member (the
         # reset output may be stacked otherwise, e.g. over the workers of a batched env)
@@ -164,10 +165,11 @@ def _masked_merge(
                 continue
             new = torch.zeros_like(old)
         elif old is None:
-            if not isinstance(new, torch.Tensor):
-                node.set(key, new)
-                continue
-            old = torch.zeros_like(new)
+            # the input does not hold this entry (e.g. a reset input cut to its "_reset"
+            # entries): keep what the env returned for every row rather than a zero pad, as for
+            # the done entries (an env returns its current data where it resets nothing)
+            node.set(key, new)
+            continue
         elif not isinstance(new, torch.Tensor) or not isinstance(old, torch.Tensor):
             node.set(key, new)
             continue
@@ -238,9 +240,9 @@ def merge_root_reset(
 
     for key, new in src.items():
         old = dst.get(key)
-        if old is None:
-            dst[key] = torch.where(aligned(new), new, torch.zeros_like(new))
-        elif old.shape != new.shape:
+        if old is None or old.shape != new.shape:
+            # missing from the input (or reshaped): the env's value for every row, as the
+            # general path does
             dst[key] = new
         elif new is old or _same_memory(new, old):
             continue  # the env handed back the very data of the input: nothing to merge

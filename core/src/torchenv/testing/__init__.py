@@ -1,5 +1,8 @@
 """torchenv.testing: the conformance tests every env (built-in, plugin, third-party) runs.
 
+``EnvConformanceTests`` for every env; ``MultiAgentConformanceTests`` adds the multi-agent
+contract (group keys, masks, per-group done and reward).
+
 >>> from torchenv.testing import EnvConformanceTests
 >>> class TestMyEnv(EnvConformanceTests):
 ...     def make_env(self):

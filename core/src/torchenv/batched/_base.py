@@ -55,6 +55,18 @@ def _stack_specs(specs: list[Composite]) -> Composite:
         ) from err
 
 
+def closed_error(env: BatchedEnvBase, generation: int, err: BaseException) -> None:
+    """Raise :class:`EnvClosedError` (from ``err``) when ``env`` was closed since ``generation``:
+    a call that failed because another thread closed the env says so, whatever broke first."""
+    if isinstance(err, (W.EnvClosedError, W.WorkerError)):
+        return
+    if env.__dict__.get("_generation") != generation:
+        raise W.EnvClosedError(
+            f"{type(env).__name__} was closed (from another thread?) during the call; "
+            "reset() starts new sub-environments"
+        ) from err
+
+
 def _tuple(key: Any) -> tuple:
     return key if isinstance(key, tuple) else (key,)
 
@@ -105,6 +117,14 @@ class BatchedEnvBase(EnvBase):
         use_buffers: move data through preallocated buffers laid out from the specs. Default:
             ``True`` unless a sub-env has dynamic specs or non-tensor entries (then data is
             sent as TensorDicts and outputs are lazily stacked).
+        timeout: seconds a worker may take to answer one command before it is declared hung
+            and a :class:`~torchenv.batched.WorkerError` is raised (``ParallelEnv``; a
+            ``SerialEnv`` runs in this process and cannot be interrupted). Default: the
+            ``TORCHENV_BATCHED_TIMEOUT`` environment variable, else 600.
+
+    Closing: :meth:`close` may be called from another thread; an operation in flight, and any
+    ``step`` after it, then raises :class:`~torchenv.batched.EnvClosedError`, while
+    :meth:`reset` (or :meth:`start`) starts new sub-environments.
     """
 
     _needs_shared_buffers = False  # ParallelEnv: its buffers must be shared with the workers
@@ -126,9 +146,14 @@ class BatchedEnvBase(EnvBase):
         non_blocking: bool = True,
         mp_start_method: str | None = None,
         use_buffers: bool | None = None,
+        timeout: float | None = None,
     ) -> None:
-        if not isinstance(num_workers, int) or num_workers < 1:
+        if not isinstance(num_workers, int) or isinstance(num_workers, bool) or num_workers < 1:
             raise ValueError(f"num_workers must be a positive int; got {num_workers!r}.")
+        if timeout is not None and (
+            isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0
+        ):
+            raise ValueError(f"timeout must be a positive number of seconds; got {timeout!r}.")
         if create_env_fn is None:
             raise TypeError("create_env_fn is required (a callable or a list of callables).")
         fns = _as_list(create_env_fn, num_workers, "create_env_fn")
@@ -170,6 +195,9 @@ class BatchedEnvBase(EnvBase):
         d["serial_for_single"] = serial_for_single
         d["non_blocking"] = non_blocking
         d["mp_start_method"] = mp_start_method
+        d["timeout"] = timeout
+        d["_generation"] = 0  # bumped by close(): operations in flight then fail as closed
+        d["_closed_after_start"] = False
         d["_metas"] = metas
         d["_sub_device"] = sub_device
         d["_worker_batch"] = [m["batch_size"] for m in metas]
@@ -286,6 +314,7 @@ class BatchedEnvBase(EnvBase):
         self.__dict__["_root_stale"] = set()
         self._start()
         self.__dict__["_started"] = True
+        self.__dict__["_closed_after_start"] = False
         self.is_closed = False
 
     def _start(self) -> None:
@@ -303,16 +332,28 @@ class BatchedEnvBase(EnvBase):
         if self.is_closed and raise_if_closed:
             raise RuntimeError(f"{type(self).__name__} is already closed.")
         d = self.__dict__
+        started = d.get("_started")
+        d["_generation"] = d.get("_generation", 0) + 1
+        d["_started"] = False  # first: another thread stepping now sees a closed env
         try:
-            if d.get("_started"):
+            if started:
+                d["_closed_after_start"] = True
                 self._shutdown()
         finally:
-            d["_started"] = False
             self.is_closed = True
 
     def _ensure_started(self) -> None:
         if not self.__dict__["_started"]:
             self.start()
+
+    def _start_for_step(self) -> None:
+        """Start before a first step; refuse to restart silently after :meth:`close`."""
+        if self.__dict__.get("_closed_after_start"):
+            raise W.EnvClosedError(
+                f"{type(self).__name__} is closed (close() was called, maybe from another "
+                "thread): call reset() to start new sub-environments before stepping."
+            )
+        self.start()
 
     def update_kwargs(self, kwargs: dict | Sequence[dict]) -> None:
         """Update the keyword arguments of the env factories (used when workers next start)."""
@@ -410,7 +451,7 @@ class BatchedEnvBase(EnvBase):
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
         d = self.__dict__
         if not d["_started"]:
-            self.start()
+            self._start_for_step()
         if type(tensordict) is TensorDict:
             partial = tensordict._tensordict.get("_step")
         else:
@@ -592,10 +633,16 @@ class BatchedEnvBase(EnvBase):
         if not d["_use_buffers"] or "_step" in keys:
             return super().step_and_maybe_reset(tensordict)
         if not d["_started"]:
-            self.start()
+            self._start_for_step()
         batch_size = d["_batch_size"]
+        plan = d["_cache"].get("plan") or self._plan
         if tensordict.batch_size != batch_size:
-            self._check_batch(tensordict, self._plan)
+            self._check_batch(tensordict, plan)
+        # the checks of ``step`` (the buffers would otherwise keep the last step's action, or
+        # broadcast / cast whatever comes): one look per action key when all is well
+        type_checks = d["_run_type_checks"]
+        if type_checks or not plan.actions_ok(tensordict):
+            plan.check_actions(self, tensordict, type_checks)
         groups = d["_groups"]
         if torch.is_grad_enabled():
             with torch.no_grad():

@@ -4,8 +4,10 @@ from tensordict.nn import InteractionType as ExplorationType
 from tensordict.nn import set_interaction_type as set_exploration_type
 from tensordict.nn.probabilistic import interaction_type as exploration_type
 
+from torchenv.envs._array import ArrayEnv
 from torchenv.envs._checks import check_env_specs
 from torchenv.envs._common import EnvBase
+from torchenv.envs._info import BaseInfoDictReader, default_info_dict_reader
 from torchenv.envs._libraries import get_available_libraries
 from torchenv.envs._marl import (
     MarlGroupMapType,
@@ -20,6 +22,8 @@ from torchenv.envs._utils import RandomPolicy, make_composite_from_td, terminate
 from torchenv.envs.builtin import CartPoleEnv, PendulumEnv, TicTacToeEnv
 
 __all__ = [
+    "ArrayEnv",
+    "BaseInfoDictReader",
     "CartPoleEnv",
     "EnvBase",
     "EnvMetaData",
@@ -35,6 +39,7 @@ __all__ = [
     "resolve_group_map",
     "RandomPolicy",
     "check_env_specs",
+    "default_info_dict_reader",
     "make_composite_from_td",
     "set_exploration_type",
     "step_mdp",

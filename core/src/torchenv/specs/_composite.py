@@ -25,6 +25,7 @@ from torchenv.specs._utils import (
     to_size,
     unravel_key,
 )
+from torchenv.specs._validate import as_device, as_shape
 
 _RESERVED = frozenset({"shape", "device", "dtype", "space"})
 _NO_DEFAULT = object()
@@ -71,8 +72,8 @@ class Composite(CompositeDataOps, CompositeShapeOps, TensorSpec):
                 raise TypeError("Composite: pass shape or batch_size, not both.")
             shape = batch_size
         self._specs: dict[str, TensorSpec | None] = {}
-        self._set_shape(to_size(shape))
-        self._device = to_device(device)
+        self._set_shape(as_shape("Composite", shape))
+        self._device = to_device(as_device("Composite", device)) if device is not None else None
         self._locked = False
         self.data_cls = data_cls
         self.step_mdp_static = step_mdp_static

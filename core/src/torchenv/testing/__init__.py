@@ -10,7 +10,8 @@ contract (group keys, masks, per-group done and reward).
 ...         return CartPoleEnv(batch_size=[4])
 """
 
+from torchenv.testing._batched import BatchedEnvConformanceTests
 from torchenv.testing._conformance import EnvConformanceTests
 from torchenv.testing._multiagent import MultiAgentConformanceTests
 
-__all__ = ["EnvConformanceTests", "MultiAgentConformanceTests"]
+__all__ = ["BatchedEnvConformanceTests", "EnvConformanceTests", "MultiAgentConformanceTests"]

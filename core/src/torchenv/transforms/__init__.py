@@ -15,7 +15,7 @@ from torchenv.transforms._actions import (
 )
 from torchenv.transforms._base import ObservationTransform, Transform
 from torchenv.transforms._compose import Compose
-from torchenv.transforms._done import StepCounter
+from torchenv.transforms._done import StepCounter, TerminateTransform
 from torchenv.transforms._dtype_device import DeviceCastTransform, DoubleToFloat, DTypeCastTransform
 from torchenv.transforms._frames import CatFrames, FrameSkipTransform, NoopResetEnv, TimeMaxPool
 from torchenv.transforms._image import (
@@ -41,6 +41,7 @@ from torchenv.transforms._misc import (
     ConditionalSkip,
     EndOfLifeTransform,
     FiniteTensorDictCheck,
+    PinMemoryTransform,
     Timer,
 )
 from torchenv.transforms._normalization import ObservationNorm, VecNorm
@@ -52,6 +53,7 @@ from torchenv.transforms._reward import (
     RewardClipping,
     RewardScaling,
     RewardSum,
+    SuccessReward,
     TargetReturn,
 )
 from torchenv.transforms._tensors import (
@@ -99,6 +101,7 @@ __all__ = [
     "ObservationNorm",
     "ObservationTransform",
     "PermuteTransform",
+    "PinMemoryTransform",
     "RemoveEmptySpecs",
     "RenameTransform",
     "Resize",
@@ -111,8 +114,10 @@ __all__ = [
     "SqueezeTransform",
     "Stack",
     "StepCounter",
+    "SuccessReward",
     "TargetReturn",
     "TensorDictPrimer",
+    "TerminateTransform",
     "TimeMaxPool",
     "Timer",
     "ToTensorImage",

@@ -1,4 +1,5 @@
-"""The multi-agent contract (torchenv.testing) on VMAS scenarios, run for real.
+"""The multi-agent and the natively batched contracts (torchenv.testing) on VMAS scenarios, run
+for real: every class runs both ``MultiAgentConformanceTests`` and ``BatchedEnvConformanceTests``.
 
 balance, navigation and transport (homogeneous groups), simple_adversary in one group (agents of
 different observation sizes: a lazily stacked, heterogeneous group) and in its default groups,
@@ -12,22 +13,22 @@ import pytest
 pytest.importorskip("vmas")
 
 from torchenv.envs import MarlGroupMapType
-from torchenv.testing import MultiAgentConformanceTests
+from torchenv.testing import BatchedEnvConformanceTests, MultiAgentConformanceTests
 from torchenv_vmas import VmasEnv
 
 pytestmark = pytest.mark.vmas
 
 
-class _VmasConformance(MultiAgentConformanceTests):
+class _VmasConformance(MultiAgentConformanceTests, BatchedEnvConformanceTests):
     scenario = "balance"
     options: dict = {}
     num_envs = 4
     # max_steps makes done flags (truncation) come within the conformance rollouts
     max_steps = 12
 
-    def make_env(self):
+    def make_batched_env(self, num_envs):
         return VmasEnv(
-            self.scenario, num_envs=self.num_envs, max_steps=self.max_steps, seed=0, **self.options
+            self.scenario, num_envs=num_envs, max_steps=self.max_steps, seed=0, **self.options
         )
 
 

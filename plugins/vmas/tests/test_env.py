@@ -221,3 +221,45 @@ def test_cuda():
     td = env.rollout(5)
     assert td["next", "agents", "observation"].device.type == "cuda"
     check_env_specs(env)
+
+
+def test_terminated_and_truncated_are_vmas_own_flags():
+    """balance ends on its own (pushed sideways, the package falls: ``terminated``) before
+    ``max_steps`` (``truncated``): both flags equal VMAS's, step by step; ``done`` is either."""
+    kwargs = {"num_envs": 16, "seed": 0, "max_steps": 45}
+    ours = VmasEnv("balance", **kwargs)
+    raw = vmas.make_env("balance", terminated_truncated=True, **kwargs)
+    push = torch.tensor([1.0, 0.0]).expand(16, ours.n_agents, 2).clone()
+    ours.reset()
+    raw.reset()
+    got, want = [], []
+    for _ in range(45):
+        action = TensorDict({"agents": {"action": push}}, batch_size=[16])
+        nxt = ours.step(action)["next"]
+        got.append(torch.stack([nxt["terminated"], nxt["truncated"], nxt["done"]]))
+        _, _, term, trunc, _ = raw.step(list(push.unbind(1)))
+        want.append(torch.stack([term, trunc, term | trunc]).unsqueeze(-1))
+    got, want = torch.stack(got), torch.stack(want)
+    torch.testing.assert_close(got, want, rtol=0, atol=0)
+    terminated, truncated = got[:, 0], got[:, 1]
+    assert terminated[:44].any(), "the package falls in some sub-env before the horizon"
+    assert not terminated.all(), "and not in all of them"
+    assert not truncated[:44].any() and truncated[44].all(), "max_steps=45 truncates at step 45"
+
+
+@pytest.mark.parametrize("scenario", ["balance", "discovery"])
+def test_info_per_group_equals_the_scenario_info(scenario):
+    """With one group per agent, each group carries its own agent's ``info`` entries."""
+    env = VmasEnv(scenario, num_envs=3, seed=0, group_map=MarlGroupMapType.ONE_GROUP_PER_AGENT)
+    raw = vmas.make_env(scenario, num_envs=3, seed=0, terminated_truncated=True)
+    td = env.reset()
+    raw.reset()
+    action = env.full_action_spec.zero()
+    nxt = env.step(td.update(action))["next"]
+    _, _, _, _, infos = raw.step([action[n, "action"][:, 0] for n in env.agent_names])
+    assert set(env.group_map) == set(env.agent_names)
+    for name, info in zip(env.agent_names, infos, strict=True):
+        assert set(nxt[name, "info"].keys()) == set(info)
+        for key, value in info.items():
+            got = nxt[name, "info", key][:, 0]
+            torch.testing.assert_close(got, value.reshape(got.shape).float(), rtol=0, atol=0)

@@ -16,11 +16,11 @@ import torch
 pytest.importorskip("vmas")
 pytest.importorskip("torchrl", reason="needs torchrl (tox -e torchrl)")
 
-from tensordict import TensorDict  # noqa: E402
-from torchrl.envs.libs.vmas import VmasEnv as TorchRLVmasEnv  # noqa: E402
-from torchrl.envs.utils import check_env_specs as torchrl_check_env_specs  # noqa: E402
+from tensordict import TensorDict
+from torchrl.envs.libs.vmas import VmasEnv as TorchRLVmasEnv
+from torchrl.envs.utils import check_env_specs as torchrl_check_env_specs
 
-from torchenv_vmas import VmasEnv  # noqa: E402
+from torchenv_vmas import VmasEnv
 
 pytestmark = pytest.mark.vmas
 EXAMPLE = Path(__file__).parents[3] / "examples" / "multiagent_ppo_vmas.py"

@@ -11,7 +11,7 @@ from torchenv.registry import Backend, hookimpl
 
 _DIST = "torchenv-vmas"
 SUPPORTED = ">=1.4.3,<1.6"
-INSTALL = 'pip install torchenv-vmas "vmas>=1.4.3,<1.6"'
+INSTALL = 'pip install "torchenv[vmas]"'
 
 
 @hookimpl

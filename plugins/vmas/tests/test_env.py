@@ -7,7 +7,6 @@ import torch
 
 vmas = pytest.importorskip("vmas")
 
-from packaging.version import Version  # noqa: E402
 from tensordict import TensorDict  # noqa: E402
 
 from torchenv.envs import MarlGroupMapType, check_env_specs  # noqa: E402
@@ -15,7 +14,6 @@ from torchenv.specs import Bounded, Categorical, OneHot  # noqa: E402
 from torchenv_vmas import VmasEnv, VmasWrapper  # noqa: E402
 
 pytestmark = pytest.mark.vmas
-SHARED_RNG = Version(vmas.__version__) >= Version("1.5.1")
 
 
 def _actions(env, steps, seed=123):
@@ -82,9 +80,9 @@ def test_same_seed_same_trajectory_and_seeds_differ():
     assert not torch.equal(run(1), run(2))
 
 
-@pytest.mark.skipif(not SHARED_RNG, reason="VMAS < 1.5.1 draws from the global generators")
 def test_envs_have_their_own_random_stream():
-    """Interleaving two envs (and a raw VMAS env) changes nobody's trajectory (VMAS >= 1.5.1)."""
+    """Interleaving two envs (and a raw VMAS env) changes nobody's trajectory, whether VMAS
+    keeps one random state for all its envs (>= 1.5.1) or uses the global generators."""
     alone = VmasEnv("navigation", num_envs=4, seed=5)
     first = [alone.reset()["agents", "observation"] for _ in range(3)]
     a = VmasEnv("navigation", num_envs=4, seed=5)
@@ -263,3 +261,27 @@ def test_info_per_group_equals_the_scenario_info(scenario):
         for key, value in info.items():
             got = nxt[name, "info", key][:, 0]
             torch.testing.assert_close(got, value.reshape(got.shape).float(), rtol=0, atol=0)
+
+
+def test_global_generators_are_left_alone():
+    """Making, seeding, resetting and stepping our env neither reads nor moves the process's
+    torch / numpy / random streams (VMAS >= 1.5.1 isolates its draws; before, we do)."""
+    import random
+
+    import numpy as np
+
+    env = VmasEnv("navigation", num_envs=3, seed=0)
+    torch.manual_seed(11)
+    np.random.seed(11)
+    random.seed(11)
+    env.set_seed(4)
+    td = env.reset()
+    for action in _actions(env, 4):  # drawn from their own generator
+        td = env.step(td.update(action))["next"]
+    env.reset()
+    draws = (torch.rand(3), np.random.rand(3), random.random())
+    torch.manual_seed(11)
+    np.random.seed(11)
+    random.seed(11)
+    torch.testing.assert_close(draws[0], torch.rand(3), rtol=0, atol=0)
+    assert (draws[1] == np.random.rand(3)).all() and draws[2] == random.random()

@@ -4,25 +4,29 @@ The supported versions (1.4.3 to 1.5.x) share the env API this plugin uses (``ma
 ``terminated_truncated=True``, ``reset``, ``reset_at(index)``, ``get_from_scenario``, ``step``,
 ``seed``). What differs is randomness:
 
-- up to 1.5.0, VMAS draws from the process's global generators (torch, numpy, random) and
-  ``env.seed(s)`` reseeds them all;
+- up to 1.5.0, VMAS draws from the process's global generators (torch's CPU generator, numpy's,
+  ``random``'s) and ``env.seed(s)`` reseeds them all;
 - from 1.5.1, every public call runs on a private random state that VMAS keeps in ONE list shared
   by every VMAS env of the process (``Environment.vmas_random_state``), so two envs draw from one
   stream.
 
-:func:`rng_binding` returns the pair of functions the env calls around each VMAS call. From 1.5.1
-it swaps the env's own state into VMAS's shared list and the previous one back after (list
-copies of three references, no generator state is copied), so each env has its own stream, the
-same seed gives the same trajectory whatever other VMAS envs do, and plain VMAS envs of the same
-process are not disturbed by ours. Up to 1.5.0 there is nothing to isolate without
-copying the global generators at every call, so both functions do nothing (documented in
-``docs/vmas.md``).
+:func:`rng_binding` returns the pair of functions the env calls around each VMAS call, so that
+on every version each env has its own stream: the same seed gives the same trajectory whatever
+other VMAS envs, or other users of the global generators, do, and they are not disturbed by ours.
+From 1.5.1 it swaps the env's own state into VMAS's shared list and the previous one back after
+(list assignments of three references). Up to 1.5.0 it does what VMAS 1.5.1 does itself: it
+swaps the env's own states into the three global generators around the call (a few
+microseconds; CUDA generators are not swapped, as in VMAS).
 """
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable
 from typing import Any
+
+import numpy as np
+import torch
 
 from torchenv.versions import implement_for
 
@@ -32,14 +36,29 @@ Enter = Callable[[], None]
 Exit = Callable[[], None]
 
 
-def _noop() -> None:
-    return None
-
-
 @implement_for("vmas", "1.4.3", "1.5.1")
 def rng_binding(vmas_env: Any) -> tuple[Enter, Exit]:
-    """``(enter, leave)`` around VMAS calls: nothing to do, VMAS uses the global generators."""
-    return _noop, _noop
+    """``(enter, leave)`` around VMAS calls: the env's own states in the global generators.
+
+    The global states right now become this env's (call it right after ``make_env``, which
+    seeded them).
+    """
+    own = [torch.random.get_rng_state(), np.random.get_state(), random.getstate()]
+    outer: list = [None, None, None]
+
+    def enter() -> None:
+        outer[:] = torch.random.get_rng_state(), np.random.get_state(), random.getstate()
+        torch.random.set_rng_state(own[0])
+        np.random.set_state(own[1])
+        random.setstate(own[2])
+
+    def leave() -> None:
+        own[:] = torch.random.get_rng_state(), np.random.get_state(), random.getstate()
+        torch.random.set_rng_state(outer[0])
+        np.random.set_state(outer[1])
+        random.setstate(outer[2])
+
+    return enter, leave
 
 
 @implement_for("vmas", "1.5.1", None)

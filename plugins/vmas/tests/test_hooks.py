@@ -49,6 +49,8 @@ def test_make_by_name_and_unknown_name():
     assert isinstance(env, VmasEnv) and env.batch_size == (16,)
     with pytest.raises(registry.UnknownEnvError, match="balanse"):
         registry.make("vmas:balanse", num_envs=2)
+    with pytest.raises(TypeError, match=r"vmas:balance: num_envs is required .* got None"):
+        registry.make("vmas:balance")
 
 
 @pytest.mark.vmas

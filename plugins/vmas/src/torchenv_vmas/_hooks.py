@@ -49,4 +49,9 @@ def torchenv_make_env(backend: str, env_id: str, kwargs: dict[str, Any]) -> Any:
         from torchenv.registry import UnknownEnvError
 
         raise UnknownEnvError(backend, env_id, known)
+    if kwargs.get("num_envs") is None:
+        raise TypeError(
+            f"vmas:{env_id}: num_envs is required (an int >= 1: VMAS envs are natively batched), "
+            f"got {kwargs.get('num_envs')!r}; e.g. torchenv.make('vmas:{env_id}', num_envs=32)"
+        )
     return VmasEnv(env_id, **kwargs)

@@ -263,14 +263,16 @@ def test_info_per_group_equals_the_scenario_info(scenario):
             torch.testing.assert_close(got, value.reshape(got.shape).float(), rtol=0, atol=0)
 
 
-def test_global_generators_are_left_alone():
+@pytest.mark.parametrize("scenario", ["navigation", "het_mass"])
+def test_global_generators_are_left_alone(scenario):
     """Making, seeding, resetting and stepping our env neither reads nor moves the process's
-    torch / numpy / random streams (VMAS >= 1.5.1 isolates its draws; before, we do)."""
+    torch / numpy / random streams (VMAS >= 1.5.1 isolates its draws; before, we do).
+    het_mass draws from numpy's global generator on reset."""
     import random
 
     import numpy as np
 
-    env = VmasEnv("navigation", num_envs=3, seed=0)
+    env = VmasEnv(scenario, num_envs=3, seed=0)
     torch.manual_seed(11)
     np.random.seed(11)
     random.seed(11)

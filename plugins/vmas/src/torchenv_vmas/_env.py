@@ -224,7 +224,7 @@ class VmasWrapper(EnvBase):
         return self._outputs(obs, infos, tuple(flags))
 
     def _set_seed(self, seed: int | None) -> None:
-        self._enter()
+        self._enter(full=True)  # VMAS < 1.5.1 reseeds numpy's and random's generators too
         try:
             self._env.seed(seed)
         finally:

@@ -210,6 +210,14 @@ def test_bad_input_is_reported_clearly():
         env.step(env.reset())
 
 
+def test_device_cpu_explicit_and_to_same_device():
+    env = VmasEnv("balance", num_envs=3, device="cpu", seed=0)
+    assert env.device == torch.device("cpu") and env.base_vmas_env.device == torch.device("cpu")
+    assert env.full_observation_spec["agents", "observation"].device == torch.device("cpu")
+    assert env.to("cpu") is env
+    assert env.rollout(2)["next", "agents", "observation"].device == torch.device("cpu")
+
+
 @pytest.mark.skipif(
     not torch.cuda.is_available(), reason="device='cuda' needs a CUDA GPU (none here)"
 )
@@ -219,6 +227,10 @@ def test_cuda():
     td = env.rollout(5)
     assert td["next", "agents", "observation"].device.type == "cuda"
     check_env_specs(env)
+    moved = VmasEnv("balance", num_envs=4, seed=0).to("cuda")
+    assert moved.base_vmas_env.device.type == "cuda"
+    assert moved.rollout(3)["next", "agents", "reward"].device.type == "cuda"
+    check_env_specs(moved)
 
 
 def test_terminated_and_truncated_are_vmas_own_flags():

@@ -26,10 +26,13 @@ PROMISES = {
     "torchenv": ["builtin"],
     "torchenv[gymnasium]": ["builtin", "gymnasium"],
     "torchenv[gym]": ["builtin", "gym"],
-    "torchenv[all]": ["builtin", "gymnasium"],
+    "torchenv[vmas]": ["builtin", "vmas"],
+    "torchenv[all]": ["builtin", "vmas", "gymnasium"],
 }
 # The env each backend's promise is checked with.
-ENVS = {"gymnasium": "gymnasium:CartPole-v1", "gym": "gym:CartPole-v1"}
+ENVS = {"gymnasium": "gymnasium:CartPole-v1", "gym": "gym:CartPole-v1", "vmas": "vmas:balance"}
+# make() arguments an env needs (VMAS envs are natively batched: num_envs is required).
+MAKE_KWARGS = {"vmas:balance": {"num_envs": 2}}
 
 
 def readme_install_commands() -> list[str]:
@@ -100,7 +103,8 @@ def test_readme_install_command_works_from_built_wheels(command, dist_dir, tmp_p
         "status = {b.name: b.status for b in torchenv.backends()}; print(status); "
         f"assert all(status.get(n) == 'ok' for n in {expected!r}), status; "
         f"name = {ENVS!r}.get({expected[-1]!r}, 'builtin:Pendulum'); "
-        "data = torchenv.make(name).rollout(5); assert data.batch_size[0] >= 1; print(name, 'ok')"
+        f"data = torchenv.make(name, **{MAKE_KWARGS!r}.get(name, {{}})).rollout(5); "
+        " assert data.batch_size[0] >= 1; print(name, 'ok')"
     )
     result = subprocess.run([python, "-c", probe], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr

@@ -8,9 +8,9 @@ import torch
 from tensordict import TensorDict
 from torchenv_transforms_helpers import CountingEnv
 
-from torchenv.envs import check_env_specs, step_mdp
+from torchenv.envs import EnvBase, MarlGroupMapType, MarlLayout, check_env_specs, step_mdp
 from torchenv.envs.builtin import CartPoleEnv, PendulumEnv
-from torchenv.specs import Binary, Bounded
+from torchenv.specs import Binary, Bounded, Unbounded
 from torchenv.transforms import (
     BinarizeReward,
     Compose,
@@ -217,6 +217,56 @@ def test_traj_counter_gives_new_ids_at_each_reset():
     td = batched.reset()
     td["_reset"] = torch.tensor([[False], [True]])
     assert batched.reset(td)["traj_count"].squeeze(-1).tolist() == [2, 4]
+
+
+class _TwoAgentEnv(EnvBase):
+    """Two agents in group "agents" (batch (4,)), per-agent rewards, a root done after 3 steps."""
+
+    def __init__(self):
+        super().__init__(batch_size=(4,))
+        self.layout = MarlLayout(
+            ["agent_0", "agent_1"],
+            observation_specs={a: Unbounded((2,)) for a in ("agent_0", "agent_1")},
+            action_specs={a: Bounded(-1.0, 1.0, (1,)) for a in ("agent_0", "agent_1")},
+            done="root",
+            truncated=False,
+            batch_size=(4,),
+            default_group_map=MarlGroupMapType.ALL_IN_ONE_GROUP.get_group_map,
+        )
+        self.layout.set_specs(self)
+        self.t = 0
+
+    def _reset(self, tensordict=None, **kwargs):
+        self.t = 0
+        obs = [torch.zeros(4, 2), torch.zeros(4, 2)]
+        return self.layout.output({"observation": obs}, {"done": torch.zeros(4, dtype=torch.bool)})
+
+    def _step(self, tensordict):
+        self.t += 1
+        obs = [torch.full((4, 2), float(self.t))] * 2
+        rew = [torch.ones(4), 2 * torch.ones(4)]
+        done = torch.full((4,), self.t >= 3)
+        return self.layout.output({"observation": obs, "reward": rew}, {"done": done})
+
+    def _set_seed(self, seed):
+        pass
+
+
+def test_reward_sum_nested_group_key_has_the_group_shape():
+    """("agents", "episode_reward") in the state spec sits in a group of shape (*batch, n_agents)."""
+    base = _TwoAgentEnv()
+    env = TransformedEnv(
+        base, RewardSum(in_keys=[("agents", "reward")], out_keys=[("agents", "episode_reward")])
+    )
+    assert env.full_state_spec["agents"].shape == (4, 2)
+    assert env.fake_tensordict()["agents"].batch_size == (4, 2)
+    check_env_specs(env)
+    td = env.rollout(3)
+    assert td["next", "agents", "episode_reward"][0, :, :, 0].tolist() == [
+        [1.0, 2.0],
+        [2.0, 4.0],
+        [3.0, 6.0],
+    ]
 
 
 # ----------------------------------------------------------------------------- TerminateTransform

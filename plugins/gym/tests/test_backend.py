@@ -10,11 +10,13 @@ import pytest
 import torchenv_gym._backend as backend_module
 from torchenv.versions import implement_for
 from torchenv_gym import GymEnv, gym_backend, set_gym_backend
-from torchenv_gym._backend import check_supported
+from torchenv_gym._backend import check_supported, legacy_gym_usable
 from torchenv_gym._toy_envs import LIB
 from torchenv_gym._versions import GymApi
 
 HAS_GYM = importlib.util.find_spec("gym") is not None
+# gym < 0.27 uses np.bool8: with numpy 2 (e.g. gym 0.26 pulled in by VMAS) it is refused
+GYM_USABLE = HAS_GYM and legacy_gym_usable()
 HAS_GYMNASIUM = importlib.util.find_spec("gymnasium") is not None
 
 
@@ -99,7 +101,10 @@ def test_implement_for_follows_set_gym_backend():
         assert which() == LIB.__name__
 
 
-@pytest.mark.skipif(not (HAS_GYM and HAS_GYMNASIUM), reason="needs gym and gymnasium side by side")
+@pytest.mark.skipif(
+    not (GYM_USABLE and HAS_GYMNASIUM),
+    reason="needs a usable gym (numpy<2) and gymnasium side by side",
+)
 def test_switch_between_gym_and_gymnasium_in_one_process():
     import gym
     import gymnasium
@@ -119,3 +124,12 @@ def test_switch_between_gym_and_gymnasium_in_one_process():
         env.set_seed(0)
         td = env.rollout(5)
         assert td["next", "observation"].shape == (5, 3)
+
+
+@pytest.mark.skipif(not HAS_GYM or GYM_USABLE, reason="needs gym < 0.27 installed with numpy 2")
+def test_legacy_gym_with_numpy2_is_refused_clearly():
+    with (
+        pytest.raises(ImportError, match=r"needs numpy<2 \(it uses np.bool8"),
+        set_gym_backend("gym"),
+    ):
+        pass

@@ -9,11 +9,13 @@ import sys
 import pytest
 
 from torchenv_gym import GymEnv, _hooks
-from torchenv_gym._backend import registered_ids
+from torchenv_gym._backend import legacy_gym_usable, registered_ids
 from torchenv_gym._toy_envs import LIB
 
 registry = pytest.importorskip("torchenv.registry")
 HAS_GYM = importlib.util.find_spec("gym") is not None
+# gym < 0.27 uses np.bool8: with numpy 2 (e.g. gym 0.26 pulled in by VMAS) it is refused
+GYM_USABLE = HAS_GYM and legacy_gym_usable()
 
 
 def test_backends_are_declared():
@@ -84,10 +86,18 @@ def test_missing_gym_is_a_clear_error():
         registry.make("gym:CartPole-v1")
 
 
-@pytest.mark.skipif(not HAS_GYM, reason="gym not installed")
+@pytest.mark.skipif(not GYM_USABLE, reason="gym not installed, or gym < 0.27 with numpy 2")
 def test_gym_backend_by_name_whatever_the_default():
     env = registry.make("gym:CartPole-v1")
     assert env._api.library == "gym"
     assert type(env._env.unwrapped).__module__.startswith("gym.")
     assert env.rollout(3)["next", "observation"].shape == (3, 4)
     assert "CartPole-v1" in registry.list_envs("gym")
+
+
+@pytest.mark.skipif(not HAS_GYM or GYM_USABLE, reason="needs gym < 0.27 installed with numpy 2")
+def test_legacy_gym_with_numpy2_is_a_clear_error():
+    info = {b.name: b for b in registry.backends()}["gym"]
+    assert not info.ok and "numpy<2 is not installed" in info.reason
+    with pytest.raises(ImportError, match="numpy<2"):
+        registry.make("gym:CartPole-v1")

@@ -15,9 +15,15 @@ from collections.abc import Iterator
 
 import torch
 from tensordict import TensorDictBase
+from tensordict.utils import NestedKey
 
 from torchenv.envs import EnvBase, step_mdp
-from torchenv.testing._conformance import EnvConformanceTests, _assert_equal, _assert_td_equal
+from torchenv.testing._conformance import (
+    EnvConformanceTests,
+    _assert_equal,
+    _assert_td_equal,
+    _values,
+)
 
 __all__ = ["BatchedEnvConformanceTests"]
 
@@ -98,9 +104,10 @@ class BatchedEnvConformanceTests(EnvConformanceTests):
                 before = td.clone()
                 out = env.reset(td.set("_reset", mask))
                 for key in env.observation_keys:
-                    _assert_equal(
-                        out.get(key)[~rows],
-                        before.get(key)[~rows],
+                    _assert_values_equal(
+                        out[~rows],
+                        before[~rows],
+                        key,
                         f"reset with a mask: {key!r} of a sub-env not in the mask",
                     )
                 for key in env.done_keys:
@@ -110,18 +117,17 @@ class BatchedEnvConformanceTests(EnvConformanceTests):
                 nothing = out.clone().set("_reset", torch.zeros_like(mask))
                 kept = env.reset(nothing)
                 for key in env.observation_keys:
-                    _assert_equal(
-                        kept.get(key), out.get(key), f"reset with an all-False mask: {key!r}"
-                    )
+                    _assert_values_equal(kept, out, key, f"reset with an all-False mask: {key!r}")
                 if not self.deterministic:
                     return
                 env.rand_action(kept)
                 td_twin.update(kept.select(*env.action_keys))
                 nxt, nxt_twin = env.step(kept).get("next"), twin.step(td_twin).get("next")
             for key in env.observation_keys:
-                _assert_equal(
-                    nxt.get(key)[~rows],
-                    nxt_twin.get(key)[~rows],
+                _assert_values_equal(
+                    nxt[~rows],
+                    nxt_twin[~rows],
+                    key,
                     f"step after a reset with a mask: {key!r} of a sub-env not in the mask "
                     "differs from the same sub-env of a twin env never reset",
                 )
@@ -161,10 +167,10 @@ class BatchedEnvConformanceTests(EnvConformanceTests):
             env.set_seed(self.seed)
             td = env.reset()
         for key in env.observation_keys:
-            values = td.get(key)
-            if all(torch.equal(values[0], values[i]) for i in range(1, values.shape[0])):
-                continue
-            return
+            # heterogeneous agents (lazily stacked groups): one tensor per agent
+            for values in _values(td, key):
+                if any(not torch.equal(values[0], values[i]) for i in range(1, values.shape[0])):
+                    return
         raise AssertionError(
             f"every sub-env was reset to the same observations {env.observation_keys} after one "
             "seed: seed sub-env i differently (e.g. seed + i), or set stochastic = False"
@@ -193,6 +199,15 @@ class BatchedEnvConformanceTests(EnvConformanceTests):
                 with self._global_seed(self.seed):
                     rollouts.append(self._rollout(e, 3 * self.rollout_steps))
         _assert_td_equal(rollouts[0], rollouts[1], "direct path vs TensorDict path rollouts")
+
+
+def _assert_values_equal(a: TensorDictBase, b: TensorDictBase, key: NestedKey, what: str) -> None:
+    """``a[key] == b[key]``, agent by agent where ``key`` is in a heterogeneous (lazily stacked)
+    group whose entries cannot be stacked into one tensor."""
+    values_a, values_b = _values(a, key), _values(b, key)
+    assert len(values_a) == len(values_b), f"{what}: {key!r} stacks differently"
+    for value_a, value_b in zip(values_a, values_b):
+        _assert_equal(value_a, value_b, what)
 
 
 def _next(env: EnvBase, stepped: TensorDictBase) -> TensorDictBase:

@@ -298,7 +298,24 @@ class RewardSum(Transform):
         return specs
 
     def _add_episode_specs(self, spec: Composite) -> Composite:
+        reward_nodes = self.parent.full_reward_spec
         for key, leaf in self._episode_specs().items():
+            key = as_tuple(key)
+            # a nested out_key (("agents", "episode_reward")) under a group that the spec lacks
+            # (the state spec): make that group with the reward group's shape (batch + agents),
+            # not the root's, so data of shape (*batch, n_agents) fits it
+            for depth in range(1, len(key)):
+                prefix = key[:depth]
+                if prefix in spec.keys(True):
+                    continue
+                shape = (
+                    reward_nodes[prefix].shape
+                    if prefix in reward_nodes.keys(True)
+                    else spec[prefix[:-1]].shape
+                    if depth > 1
+                    else spec.shape
+                )
+                spec[prefix] = Composite(shape=shape, device=spec.device)
             spec[key] = leaf
         return spec
 

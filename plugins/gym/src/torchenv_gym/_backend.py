@@ -11,6 +11,7 @@ import contextlib
 import importlib
 from types import ModuleType
 
+import numpy as np
 from packaging.version import Version
 
 from torchenv.versions import implement_for
@@ -69,6 +70,23 @@ def check_supported(module: ModuleType) -> None:
             f"{name} {version} is not supported by torchenv-gym (supported: {name}{span}). "
             f"Install a supported version: {_INSTALL[name]}"
         )
+    if name == "gym" and not legacy_gym_usable():
+        raise ImportError(
+            f"gym {version} needs numpy<2 (it uses np.bool8, removed in numpy 2); numpy "
+            f"{np.__version__} is installed. Use gymnasium, or install numpy<2 for gym."
+        )
+
+
+def legacy_gym_usable() -> bool:
+    """Whether the legacy ``gym`` (< 0.27) can run with the installed numpy (it needs numpy < 2).
+
+    gym may be installed without being asked for (VMAS pulls gym 0.26 in): with numpy 2 the
+    ``gym`` backend is then refused with a clear error instead of failing inside gym.
+
+    >>> isinstance(legacy_gym_usable(), bool)
+    True
+    """
+    return Version(np.__version__) < Version("2")
 
 
 def registered_ids(module: ModuleType) -> list[str]:

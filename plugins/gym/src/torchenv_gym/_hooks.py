@@ -5,12 +5,31 @@ Imports no simulator: gym/gymnasium are imported only when an env is listed or m
 
 from __future__ import annotations
 
+from importlib import metadata
 from typing import Any
+
+from packaging.version import Version
 
 from torchenv.registry import Backend, hookimpl
 
 _DIST = "torchenv-gym"
 _LIBRARIES = ("gymnasium", "gym")
+
+
+def _legacy_gym_needs() -> tuple[str, ...]:
+    """``("numpy<2",)`` when the installed gym (< 0.27, uses ``np.bool8``) sits next to numpy 2
+    (VMAS pulls gym 0.26 into numpy-2 venvs), else ``()``. Read from metadata: nothing imported.
+
+    Declared as the gym backend's ``extra_distributions``: no distribution has that name, so
+    ``torchenv.backends()`` reports gym unavailable ("numpy<2 is not installed") instead of "ok".
+    """
+    try:
+        gym, numpy = metadata.version("gym"), metadata.version("numpy")
+    except metadata.PackageNotFoundError:
+        return ()
+    if Version(gym) < Version("0.27") and Version(numpy) >= Version("2"):
+        return ("numpy<2",)
+    return ()
 
 
 @hookimpl
@@ -32,6 +51,7 @@ def torchenv_backends() -> list[Backend]:
             supported=">=0.23,<0.27",
             install='pip install "torchenv[gym]"',
             description="Legacy OpenAI gym envs (gym 0.23 to 0.26).",
+            extra_distributions=_legacy_gym_needs(),
         ),
     ]
 

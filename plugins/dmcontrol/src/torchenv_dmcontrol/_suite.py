@@ -11,7 +11,18 @@ import os
 import sys
 from types import ModuleType
 
-__all__ = ["import_suite", "task_ids", "split_task_id"]
+__all__ = ["choose_headless_gl", "import_suite", "task_ids", "split_task_id"]
+
+
+def choose_headless_gl() -> str | None:
+    """Set ``MUJOCO_GL=egl`` on Linux without a display when it is unset; return its value.
+
+    Effective only before dm_control is first imported (it picks its renderer then).
+    """
+    if "MUJOCO_GL" not in os.environ and sys.platform.startswith("linux"):
+        if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
+            os.environ["MUJOCO_GL"] = "egl"
+    return os.environ.get("MUJOCO_GL")
 
 
 def import_suite() -> ModuleType:
@@ -26,9 +37,7 @@ def import_suite() -> ModuleType:
     from torchenv_dmcontrol._versions import check_pair
 
     check_pair()
-    if "MUJOCO_GL" not in os.environ and sys.platform.startswith("linux"):
-        if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
-            os.environ["MUJOCO_GL"] = "egl"
+    choose_headless_gl()
     from dm_control import suite
 
     return suite

@@ -14,8 +14,10 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+import torch
 
 from torchenv.envs import ArrayEnv
+from torchenv.spaces._codec import to_numpy
 from torchenv.specs import Composite, OneHot
 from torchenv_dmcontrol._specs import dm_spec_to_spec
 
@@ -199,6 +201,11 @@ class DMControlWrapper(ArrayEnv):
         out["done"][0] = last
         out["terminated"][0] = last and not truncated
         out["truncated"][0] = truncated
+
+    def _step_into(self, action: torch.Tensor, out: dict) -> bool:
+        # ArrayEnv's version also copies entries a subclass replaced; this one never replaces
+        self._array_step(to_numpy(action), out)
+        return bool(out["done"][0])
 
     # ------------------------------------------------------------------ misc
     @property

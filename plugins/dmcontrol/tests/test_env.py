@@ -102,7 +102,9 @@ def test_frame_skip_sums_rewards_and_keeps_last_observation():
     np.testing.assert_allclose(
         td["next", "reward"].squeeze(-1).numpy(), [sum(rewards[:3]), sum(rewards[3:])]
     )
-    np.testing.assert_array_equal(td["next", "position"][-1].numpy(), steps[-1].observation["position"])
+    np.testing.assert_array_equal(
+        td["next", "position"][-1].numpy(), steps[-1].observation["position"]
+    )
 
 
 def test_time_limit_is_truncation_not_termination():
@@ -188,7 +190,9 @@ def test_pixels_with_state_and_camera():
     assert set(env.observation_spec.keys()) == {"pixels", "position", "velocity"}
     env.set_seed(0)
     td = env.rollout(2)
-    assert td["next", "pixels"].shape == (2, 24, 32, 3) and td["next", "pixels"].dtype == torch.uint8
+    assert (
+        td["next", "pixels"].shape == (2, 24, 32, 3) and td["next", "pixels"].dtype == torch.uint8
+    )
     assert td["next", "pixels"].float().std() > 0  # a real frame, not a blank buffer
     frame = env.physics.render(height=24, width=32, camera_id=1)
     np.testing.assert_array_equal(td["next", "pixels"][-1].numpy(), frame)

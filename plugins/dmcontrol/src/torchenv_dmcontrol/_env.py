@@ -39,7 +39,9 @@ def _task_of(env: Any) -> Any:
 
 
 def _check_env(env: Any) -> None:
-    missing = [m for m in ("reset", "step", "observation_spec", "action_spec") if not hasattr(env, m)]
+    missing = [
+        m for m in ("reset", "step", "observation_spec", "action_spec") if not hasattr(env, m)
+    ]
     if missing:
         raise TypeError(
             "env: expected a dm_control environment (dm_control.rl.control.Environment, e.g. "
@@ -244,7 +246,9 @@ class DMControlWrapper(ArrayEnv):
         return task_ids()
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(env={type(self._env).__name__}, batch_size={self.batch_size})"
+        return (
+            f"{type(self).__name__}(env={type(self._env).__name__}, batch_size={self.batch_size})"
+        )
 
 
 class DMControlEnv(DMControlWrapper):
@@ -321,5 +325,3 @@ class DMControlEnv(DMControlWrapper):
             f"{type(self).__name__}(env={self.env_name}, task={self.task_name}, "
             f"batch_size={self.batch_size})"
         )
-
-

@@ -55,7 +55,9 @@ def _declared_mujoco_minimum(dm_version: str) -> Version | None:
     return None
 
 
-def mujoco_range(dm_version: str, declared_minimum: Version | None = None) -> tuple[Version, Version]:
+def mujoco_range(
+    dm_version: str, declared_minimum: Version | None = None
+) -> tuple[Version, Version]:
     """``[low, high)``: the mujoco versions that go with dm_control ``dm_version``.
 
     A tested pair gives its mujoco's major.minor series; otherwise the series of the minimum

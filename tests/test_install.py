@@ -26,10 +26,15 @@ PROMISES = {
     "torchenv": ["builtin"],
     "torchenv[gymnasium]": ["builtin", "gymnasium"],
     "torchenv[gym]": ["builtin", "gym"],
-    "torchenv[all]": ["builtin", "gymnasium"],
+    "torchenv[dmcontrol]": ["builtin", "dmcontrol"],
+    "torchenv[all]": ["builtin", "gymnasium", "dmcontrol"],
 }
 # The env each backend's promise is checked with.
-ENVS = {"gymnasium": "gymnasium:CartPole-v1", "gym": "gym:CartPole-v1"}
+ENVS = {
+    "gymnasium": "gymnasium:CartPole-v1",
+    "gym": "gym:CartPole-v1",
+    "dmcontrol": "dmcontrol:cartpole/balance",
+}
 
 
 def readme_install_commands() -> list[str]:

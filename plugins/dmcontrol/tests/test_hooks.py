@@ -15,7 +15,8 @@ def test_backend_is_declared():
     (backend,) = _hooks.torchenv_backends()
     assert backend.name == "dmcontrol" and backend.simulator == "dm_control"
     assert backend.distribution == "torchenv-dmcontrol"
-    assert "mujoco==" in backend.install and backend.compatibility is not None
+    assert backend.install == 'pip install "torchenv[dmcontrol]"'
+    assert backend.compatibility is not None
 
 
 def test_hook_module_imports_no_simulator_nor_torch():

@@ -11,9 +11,7 @@ from typing import Any
 
 from torchenv.registry import Backend, hookimpl
 from torchenv_dmcontrol._versions import (
-    DEFAULT_PAIR,
     SUPPORTED,
-    install_command,
     installed_pair_problem,
 )
 
@@ -28,8 +26,7 @@ def torchenv_backends() -> list[Backend]:
             distribution="torchenv-dmcontrol",
             simulator="dm_control",
             supported=SUPPORTED,
-            install='pip install "torchenv-dmcontrol[dmcontrol]"  # or '
-            + install_command(*DEFAULT_PAIR),
+            install='pip install "torchenv[dmcontrol]"',
             description="DeepMind Control Suite tasks (domain/task, e.g. cheetah/run), "
             "states or pixels.",
             aliases=("dm_control",),

@@ -2,8 +2,8 @@
 
 Task: cheetah/run (1000-step episodes, resets included). Cases:
 
-* ``single``: one env. Raw: ``env.step`` with a fixed numpy action, ``env.reset`` at the end of
-  an episode. Ours / TorchRL: ``env.rollout(N, break_when_any_done=False)`` with random actions
+* ``single``: one env. Raw: ``env.step`` with a uniform random numpy action drawn per step,
+  ``env.reset`` at the end of an episode. Ours / TorchRL: ``env.rollout(N, break_when_any_done=False)`` with random actions
   drawn from the action spec.
 * ``policy``: a policy in the loop (a small torch MLP on the concatenated observations). Raw:
   observations → torch → policy → numpy → ``env.step``. Ours / TorchRL: ``step_and_maybe_reset``.
@@ -56,15 +56,16 @@ def raw_case(case: str):
     from dm_control import suite
 
     n = STEPS[case]
-    action = np.random.default_rng(0).uniform(-1, 1, 6)
+    rng = np.random.default_rng(0)
+    action = rng.uniform(-1, 1, 6)
     if case == "single":
         env = suite.load(DOMAIN, TASK)
 
         def run():
             env.reset()
-            step, reset = env.step, env.reset
-            for _ in range(n):
-                if step(action).step_type == 2:
+            step, reset, uniform = env.step, env.reset, rng.uniform
+            for _ in range(n):  # random actions, as the rollouts of ours and TorchRL
+                if step(uniform(-1.0, 1.0, 6)).step_type == 2:
                     reset()
 
         return run, n

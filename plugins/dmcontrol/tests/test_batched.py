@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
+from dm_control import suite
 
 from torchenv.batched import ParallelEnv, SerialEnv
+from torchenv.testing import BatchedEnvConformanceTests
 from torchenv_dmcontrol import DMControlEnv
 
 pytestmark = pytest.mark.dmcontrol
@@ -58,3 +61,31 @@ def test_parallel_workers_take_the_direct_path_and_match_serial():
         penv.close()
         senv.close()
     assert (ours == reference).all()
+
+
+class TestSerialCartpoleConformance(BatchedEnvConformanceTests):
+    """The batched contract (partial resets, independent and seeded sub-envs) on SerialEnv."""
+
+    num_envs = 3
+    rollout_steps = 6
+
+    def make_batched_env(self, num_envs):
+        return SerialEnv(num_envs, lambda: DMControlEnv("cartpole", "swingup"))
+
+
+def test_seeded_workers_start_as_raw_dm_control_with_their_seeds():
+    env = SerialEnv(2, lambda: DMControlEnv("walker", "walk"))
+    try:
+        env.set_seed(5)
+        td = env.reset()
+    finally:
+        env.close()
+    seed = 5
+    for i in range(2):
+        single = DMControlEnv("walker", "walk")
+        next_seed = single.set_seed(seed)
+        raw = suite.load("walker", "walk", task_kwargs={"random": seed}).reset().observation
+        for key, value in raw.items():
+            np.testing.assert_array_equal(td[i][key].numpy(), np.reshape(value, (-1,)))
+        seed = next_seed
+    assert not torch.equal(td[0]["orientations"], td[1]["orientations"])

@@ -196,3 +196,24 @@ def test_pixels_with_state_and_camera():
     assert td["next", "pixels"].float().std() > 0  # a real frame, not a blank buffer
     frame = env.physics.render(height=24, width=32, camera_id=1)
     np.testing.assert_array_equal(td["next", "pixels"][-1].numpy(), frame)
+
+
+@pytest.mark.parametrize(
+    ("domain", "task"), [("cheetah", "run"), ("walker", "walk"), ("cartpole", "swingup")]
+)
+def test_specs_are_the_suites_specs(domain, task):
+    raw = suite.load(domain, task)
+    env = DMControlEnv(domain, task)
+    dm_action = raw.action_spec()
+    action = env.action_spec
+    assert action.shape == dm_action.shape and action.dtype == torch.float64
+    np.testing.assert_array_equal(action.space.low.numpy(), dm_action.minimum)
+    np.testing.assert_array_equal(action.space.high.numpy(), dm_action.maximum)
+    dm_obs = raw.observation_spec()
+    assert list(env.observation_spec.keys()) == list(dm_obs)
+    for name, spec in dm_obs.items():
+        ours = env.observation_spec[name]
+        assert ours.shape == (int(np.prod(spec.shape)),) and ours.dtype == torch.float64, name
+    assert env.reward_spec.shape == (1,) and env.reward_spec.dtype == torch.float64
+    for key in ("done", "terminated", "truncated"):
+        assert env.full_done_spec[key].shape == (1,) and env.full_done_spec[key].dtype == torch.bool

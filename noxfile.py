@@ -27,6 +27,7 @@ DOCS_PAGES = [
     "docs/transforms.md",
     "docs/batched.md",
     "docs/gym.md",
+    "docs/dmcontrol.md",
     "docs/cli.md",
     "docs/migrating-from-torchrl.md",
     "docs/plugins.md",

@@ -27,10 +27,16 @@ PROMISES = {
     "torchenv[gymnasium]": ["builtin", "gymnasium"],
     "torchenv[gym]": ["builtin", "gym"],
     "torchenv[vmas]": ["builtin", "vmas"],
-    "torchenv[all]": ["builtin", "vmas", "gymnasium"],
+    "torchenv[dmcontrol]": ["builtin", "dmcontrol"],
+    "torchenv[all]": ["builtin", "vmas", "gymnasium", "dmcontrol"],
 }
 # The env each backend's promise is checked with.
-ENVS = {"gymnasium": "gymnasium:CartPole-v1", "gym": "gym:CartPole-v1", "vmas": "vmas:balance"}
+ENVS = {
+    "gymnasium": "gymnasium:CartPole-v1",
+    "gym": "gym:CartPole-v1",
+    "vmas": "vmas:balance",
+    "dmcontrol": "dmcontrol:cartpole/balance",
+}
 # make() arguments an env needs (VMAS envs are natively batched: num_envs is required).
 MAKE_KWARGS = {"vmas:balance": {"num_envs": 2}}
 

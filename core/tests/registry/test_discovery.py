@@ -180,6 +180,34 @@ def test_in_process_plugin_registration():
         registry.list_envs("tevmem")
 
 
+def test_compatibility_check_reports_unsupported_combination():
+    import types
+
+    from torchenv.registry import Backend, hookimpl
+
+    def bad_pair():
+        return ("sim 2.0 needs helper 3.x, helper 4.0 is installed", 'pip install "helper==3.1"')
+
+    plugin = types.SimpleNamespace()
+    plugin.torchenv_backends = hookimpl(
+        lambda: [
+            Backend("tevpair", "in-process", compatibility=bad_pair),
+            Backend("tevpairok", "in-process", compatibility=lambda: None),
+            Backend("tevpairbroken", "in-process", compatibility=lambda: 1 / 0),
+        ]
+    )
+    registry.register_plugin(plugin, name="tevpair-plugin")
+    try:
+        infos = {b.name: b for b in registry.backends()}
+        bad, ok, broken = infos["tevpair"], infos["tevpairok"], infos["tevpairbroken"]
+        assert bad.status == "unsupported version"
+        assert "helper 4.0" in bad.reason and bad.hint == 'pip install "helper==3.1"'
+        assert ok.status == "ok"
+        assert broken.status == "unsupported version" and "ZeroDivisionError" in broken.reason
+    finally:
+        registry.unregister_plugin("tevpair-plugin")
+
+
 def test_plugin_built_for_another_core_is_reported_with_the_fix(site):
     site.plugin("tevnewcore", version="2.0.0", requires=("torchenv>=99,<100", "numpy"))
     info = _info("tevnewcore")

@@ -14,6 +14,7 @@ when one of the plugin's envs is made or listed.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +41,10 @@ class Backend:
         description: one line for listings.
         aliases: other names accepted for this backend.
         extra_distributions: other distributions the backend needs at run time, checked the same way.
+        compatibility: for simulators that only work in tested combinations with other
+            distributions (e.g. dm_control with one mujoco): a callable that imports no simulator
+            and returns ``None`` when the installed combination is supported, else
+            ``(reason, hint)``; the backend is then reported as ``"unsupported version"``.
     """
 
     name: str
@@ -50,6 +55,7 @@ class Backend:
     description: str = ""
     aliases: tuple[str, ...] = ()
     extra_distributions: tuple[str, ...] = field(default_factory=tuple)
+    compatibility: Callable[[], tuple[str, str] | None] | None = None
 
 
 @hookspec

@@ -130,6 +130,14 @@ def backend_info(
                 status, reason = SIMULATOR_MISSING, f"{extra} is not installed"
                 hint = _install_hint(backend, extra)
                 break
+    if status == OK and backend.compatibility is not None:
+        try:
+            problem = backend.compatibility()
+        except Exception as err:  # a broken check must not break `torchenv backends`
+            problem = (f"compatibility check failed: {type(err).__name__}: {err}", "")
+        if problem is not None:
+            status = UNSUPPORTED_VERSION
+            reason, hint = problem
     return BackendInfo(
         **base, simulator_version=sim_version, status=status, reason=reason, hint=hint
     )

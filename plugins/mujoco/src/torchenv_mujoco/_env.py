@@ -21,10 +21,11 @@ __all__ = ["MujocoEnv"]
 class _FunctionTask(Task):
     """A task made of user functions (see :class:`MujocoEnv`)."""
 
-    def __init__(self, observation_fn, reward_fn, termination_fn, noise, max_steps) -> None:
+    def __init__(self, observation_fn, reward_fn, termination_fn, noise, fields) -> None:
+        self.fields = tuple(fields)
         self._obs, self._reward, self._term = observation_fn, reward_fn, termination_fn
         self._noise = noise
-        self.max_episode_steps = max_steps
+        self.max_episode_steps = None
 
     def obs_size(self, model):
         return -1 if self._obs is not None else model.nq + model.nv
@@ -67,11 +68,13 @@ class MujocoEnv(ArrayEnv):
         frame_skip: ``mj_step`` calls per env step (default: the task's, else 1).
         num_threads: threads that step the batch (MuJoCo >= 3.17).
         observation_fn: ``f(sim) -> (num_envs, d)`` float array; ``sim`` has ``qpos``, ``qvel``,
-            ``ctrl``, ``model`` and ``field(name)`` (any ``MjData`` field, ``(num_envs, ...)``).
-            Default: ``concat(qpos, qvel)``. Only for a model, not for a task.
+            ``ctrl``, ``model`` and ``field(name)`` (a derived ``MjData`` field named in
+            ``fields``, ``(num_envs, ...)``, as ``mj_step`` leaves it). Default: ``concat(qpos, qvel)``. Only for a model, not for a task.
         reward_fn: ``f(sim, action, qpos_before) -> (num_envs,)``; default 0.
         termination_fn: ``f(sim, obs) -> (num_envs,)`` bool; default never.
         reset_noise_scale: uniform noise added to the initial ``qpos``/``qvel`` (models only).
+        fields: derived ``MjData`` fields (``"xpos"``, ``"sensordata"``, ...) the functions read
+            through ``sim.field(name)`` (models only; bound once, before the first step).
         max_episode_steps: truncation (``"truncated"``) after this many steps; default: the task's
             (1000, Reacher 50), none for a model.
         device, batch_size: as for any env (``batch_size`` must be ``(num_envs,)`` if given).
@@ -97,6 +100,7 @@ class MujocoEnv(ArrayEnv):
         reward_fn: Callable[[Any, np.ndarray, np.ndarray], np.ndarray] | None = None,
         termination_fn: Callable[[Any, np.ndarray], np.ndarray] | None = None,
         reset_noise_scale: float = 0.0,
+        fields: tuple[str, ...] = (),
         max_episode_steps: int | None = None,
         device: Any = None,
         batch_size: Any = None,
@@ -112,16 +116,16 @@ class MujocoEnv(ArrayEnv):
             )
         task_name = str(model) if str(model) in TASKS else None
         if task_name is not None:
-            if observation_fn or reward_fn or termination_fn or reset_noise_scale:
+            if observation_fn or reward_fn or termination_fn or reset_noise_scale or fields:
                 raise ValueError(
-                    f"observation_fn/reward_fn/termination_fn/reset_noise_scale apply to models, "
+                    f"observation_fn/reward_fn/termination_fn/reset_noise_scale/fields apply to models, "
                     f"not to the task {task_name!r}."
                 )
             task = TASKS[task_name]()
             spec = load_spec(asset_path(task.xml))
         else:
             task = _FunctionTask(
-                observation_fn, reward_fn, termination_fn, reset_noise_scale, None
+                observation_fn, reward_fn, termination_fn, reset_noise_scale, fields
             )
             spec = load_spec(model)
         if max_episode_steps is not None:
@@ -141,7 +145,7 @@ class MujocoEnv(ArrayEnv):
         d["num_threads"] = num_threads
         d["mj_model"] = mj_model
         d["dt"] = mj_model.opt.timestep * frame_skip
-        d["_sim"] = make_sim(mj_model, num_envs, num_threads)
+        d["_sim"] = make_sim(mj_model, num_envs, num_threads, task.fields)
         d["_init_qpos"] = mj_model.qpos0.copy()
         d["_init_qvel"] = np.zeros(mj_model.nv)
         d["_rng"] = np.random.default_rng()

@@ -6,7 +6,8 @@ is the fallback for older MuJoCo 3.x: one ``MjData`` per env, stepped in a Pytho
 slower). Both give the same numbers: each env is one ``MjData`` stepped with ``mj_step``.
 
 Both expose ``qpos``, ``qvel`` and ``ctrl`` as writable ``(num_envs, ...)`` arrays, ``field(name)``
-for derived ``MjData`` fields (as ``mj_step`` leaves them: one substep behind the state),
+for derived ``MjData`` fields declared at construction (``fields=``; as ``mj_step`` leaves
+them: one substep behind the state),
 ``step(nstep)``, ``reset(ids, qpos, qvel)`` and ``get_data(i)`` (for rendering).
 """
 
@@ -26,12 +27,14 @@ class BatchSim:
     >>> import mujoco
     >>> model = mujoco.MjModel.from_xml_string(
     ...     "<mujoco><worldbody><body><joint type='slide'/><geom size='.1'/></body></worldbody></mujoco>")
-    >>> sim = BatchSim(model, num_envs=4, num_threads=1)
+    >>> sim = BatchSim(model, num_envs=4, num_threads=1, fields=("xpos",))
     >>> sim.step(5); sim.qpos.shape
     (4, 1)
     """
 
-    def __init__(self, model: mujoco.MjModel, num_envs: int, num_threads: int = 1) -> None:
+    def __init__(
+        self, model: mujoco.MjModel, num_envs: int, num_threads: int = 1, fields: tuple = ()
+    ) -> None:
         from mujoco.batch import Batch
 
         self.model = model
@@ -40,11 +43,16 @@ class BatchSim:
         self.qpos = self._batch.bind("qpos")
         self.qvel = self._batch.bind("qvel")
         self.ctrl = self._batch.bind("ctrl")
+        # derived fields are copied out after each call only once bound: bind them now
+        self._fields = {name: _checked(self._batch.bind, name) for name in fields}
         self._stage_none = int(mujoco.mjtStage.mjSTAGE_NONE)
 
     def field(self, name: str) -> np.ndarray:
         """The derived ``MjData`` field ``name`` of every env, ``(num_envs, ...)`` (live, read-only)."""
-        return self._batch.bind(name)
+        try:
+            return self._fields[name]
+        except KeyError:
+            raise _undeclared(name, self._fields) from None
 
     def step(self, nstep: int) -> None:
         """``nstep`` calls of ``mj_step`` on every env, with the controls in :attr:`ctrl`."""
@@ -76,19 +84,22 @@ class LoopSim:
     >>> import mujoco
     >>> model = mujoco.MjModel.from_xml_string(
     ...     "<mujoco><worldbody><body><joint type='slide'/><geom size='.1'/></body></worldbody></mujoco>")
-    >>> sim = LoopSim(model, num_envs=2)
+    >>> sim = LoopSim(model, num_envs=2, fields=("xpos",))
     >>> sim.step(2); sim.field("xpos").shape
     (2, 2, 3)
     """
 
-    def __init__(self, model: mujoco.MjModel, num_envs: int, num_threads: int = 1) -> None:
+    def __init__(
+        self, model: mujoco.MjModel, num_envs: int, num_threads: int = 1, fields: tuple = ()
+    ) -> None:
         self.model = model
         self.num_envs = num_envs
         self._datas = [mujoco.MjData(model) for _ in range(num_envs)]
         self.qpos = np.stack([d.qpos for d in self._datas])
         self.qvel = np.stack([d.qvel for d in self._datas])
         self.ctrl = np.stack([d.ctrl for d in self._datas])
-        self._fields: dict[str, np.ndarray] = {}
+        get = lambda name: np.stack([getattr(d, name) for d in self._datas])  # noqa: E731
+        self._fields = {name: _checked(get, name) for name in fields}
 
     def _pull(self) -> None:
         for i, data in enumerate(self._datas):
@@ -99,10 +110,10 @@ class LoopSim:
 
     def field(self, name: str) -> np.ndarray:
         """The derived ``MjData`` field ``name`` of every env, ``(num_envs, ...)``."""
-        array = self._fields.get(name)
-        if array is None:
-            array = self._fields[name] = np.stack([getattr(d, name) for d in self._datas])
-        return array
+        try:
+            return self._fields[name]
+        except KeyError:
+            raise _undeclared(name, self._fields) from None
 
     def step(self, nstep: int) -> None:
         """``nstep`` calls of ``mj_step`` on every env, with the controls in :attr:`ctrl`."""
@@ -136,6 +147,20 @@ class LoopSim:
 
     def close(self) -> None:
         self._datas = []
+
+
+def _checked(bind, name: str) -> np.ndarray:
+    try:
+        return bind(name)
+    except (AttributeError, ValueError) as err:
+        raise ValueError(f"fields: {name!r} is not a derived MjData field ({err}).") from None
+
+
+def _undeclared(name: str, fields: dict) -> KeyError:
+    return KeyError(
+        f"field {name!r} was not declared: pass fields=({name!r}, ...) so that it is bound before "
+        f"the first step (declared: {sorted(fields)})."
+    )
 
 
 def describe(sim: Any) -> str:

@@ -25,6 +25,7 @@ class Task:
     max_episode_steps: int | None = 1000
     contact_forces: bool = False  # needs cfrc_ext (an accelerometer is added to the model)
     exclude_x: int = 0  # leading qpos entries left out of the observation
+    fields: tuple[str, ...] = ()  # derived MjData fields the hooks read through sim.field()
 
     def obs_size(self, model: Any) -> int:
         return model.nq - self.exclude_x + model.nv
@@ -106,6 +107,7 @@ class Walker2d(_Hopping):
 
 class Ant(Task):
     xml, frame_skip, exclude_x, contact_forces = "ant.xml", 5, 2, True
+    fields = ("cfrc_ext", "xpos")
 
     def obs_size(self, model):
         return model.nq - 2 + model.nv + 6 * (model.nbody - 1)
@@ -136,6 +138,7 @@ class Ant(Task):
 
 class Humanoid(Task):
     xml, frame_skip, exclude_x, contact_forces = "humanoid.xml", 5, 2, True
+    fields = ("cfrc_ext", "cinert", "cvel", "qfrc_actuator", "xipos")
 
     def obs_size(self, model):
         bodies = model.nbody - 1
@@ -208,6 +211,7 @@ class InvertedPendulum(Task):
 
 class Reacher(Task):
     xml, frame_skip, max_episode_steps = "reacher.xml", 2, 50
+    fields = ("xpos",)
 
     def obs_size(self, model):
         return 10

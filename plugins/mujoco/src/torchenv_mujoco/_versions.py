@@ -48,16 +48,16 @@ def batch_available() -> bool:
 
 
 @implement_for("mujoco", "3.17", None)
-def make_sim(model: Any, num_envs: int, num_threads: int) -> Any:  # noqa: F811
+def make_sim(model: Any, num_envs: int, num_threads: int, fields: tuple = ()) -> Any:  # noqa: F811
     """The batched simulator of ``num_envs`` envs of ``model``: ``mujoco.batch`` from 3.17."""
     from torchenv_mujoco._sim import BatchSim
 
-    return BatchSim(model, num_envs, num_threads)
+    return BatchSim(model, num_envs, num_threads, fields)
 
 
 @implement_for("mujoco", "3.0", "3.17")
-def make_sim(model: Any, num_envs: int, num_threads: int) -> Any:  # noqa: F811
+def make_sim(model: Any, num_envs: int, num_threads: int, fields: tuple = ()) -> Any:  # noqa: F811
     """The batched simulator of ``num_envs`` envs of ``model``: a per-env loop before 3.17."""
     from torchenv_mujoco._sim import LoopSim
 
-    return LoopSim(model, num_envs, num_threads)
+    return LoopSim(model, num_envs, num_threads, fields)

@@ -95,7 +95,8 @@ class ArrayEnv(EnvBase):
     * ``_array_reset(out, mask, seed) -> info | None``: ``out`` maps every observation key (as
       ``observation_spec.keys(True, True)`` gives it) to a numpy array of the spec's shape
       (batch dims included) and dtype; ``mask`` is ``None`` (reset everything) or a boolean
-      array of the batch shape: reset and write only those rows. ``seed`` is the seed given to
+      array of the batch shape (never all False): reset and write only those rows. ``seed`` is
+      the seed given to
       ``set_seed`` before this reset, else ``None``. The base writes the done entries (False).
       Extra ``reset(**kwargs)`` arguments are passed on as keywords.
     * ``_array_step(action, out) -> info | None``: ``action`` is a numpy array (a view: do not
@@ -219,7 +220,12 @@ class ArrayEnv(EnvBase):
         out = {key: alloc(shape, dtype) for key, shape, dtype in layout.obs}
         for reader in self.info_dict_reader:
             getattr(reader, "reset", lambda: None)()
-        info = self._array_reset(out, mask, seed, **kwargs)
+        if mask is None or mask.any():
+            info = self._array_reset(out, mask, seed, **kwargs)
+        else:  # nothing to reset: the caller keeps its data
+            info = None
+            if seed is not None:
+                self.__dict__["_next_seed"] = seed
         for key, shape, dtype in layout.done:
             out[key] = np.zeros(shape, dtype)
         td = self._make_td(out, layout)

@@ -7,6 +7,7 @@
 ...         return CartPoleEnv(batch_size=[4])
 """
 
+from torchenv.testing._batched import BatchedEnvConformanceTests
 from torchenv.testing._conformance import EnvConformanceTests
 
-__all__ = ["EnvConformanceTests"]
+__all__ = ["BatchedEnvConformanceTests", "EnvConformanceTests"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -53,6 +54,14 @@ class _FunctionTask(Task):
         return None if self._term is None else self._term(sim, obs)
 
 
+def _generators(seed: int | None, n: int) -> list[np.random.Generator]:
+    """Sub-env ``i`` draws from ``default_rng(seed + i)`` (sub-env 0 as gymnasium's env seeded
+    ``seed``); unseeded, from fresh entropy."""
+    if seed is None:
+        return [np.random.default_rng(s) for s in np.random.SeedSequence().spawn(n)]
+    return [np.random.default_rng(seed + i) for i in range(n)]
+
+
 class MujocoEnv(ArrayEnv):
     """``num_envs`` simulations of one MuJoCo model, stepped together on ``num_threads`` threads.
 
@@ -82,8 +91,8 @@ class MujocoEnv(ArrayEnv):
     >>> env = MujocoEnv("HalfCheetah", num_envs=4, num_threads=1)
     >>> env.rollout(3)["next", "observation"].shape
     torch.Size([4, 3, 17])
-    >>> xml = "<mujoco><worldbody><body><joint type='slide'/><geom size='.1'/></body></worldbody>"
-    >>> xml += "<actuator><motor joint='0'/></actuator></mujoco>"
+    >>> xml = "<mujoco><worldbody><body><joint name='x' type='slide'/><geom size='.1'/></body>"
+    >>> xml += "</worldbody><actuator><motor joint='x'/></actuator></mujoco>"
     >>> env = MujocoEnv(xml, num_envs=2, reward_fn=lambda sim, a, before: -sim.qpos[:, 0] ** 2)
     >>> env.rand_step(env.reset())["next", "reward"].shape
     torch.Size([2, 1])
@@ -138,7 +147,9 @@ class MujocoEnv(ArrayEnv):
         if task.contact_forces:
             spec = with_contact_forces(spec)
         super().__init__(device=device, batch_size=(num_envs,), **kwargs)
-        mj_model = spec.compile()
+        with warnings.catch_warnings():  # gymnasium's humanoid.xml: a deprecated attribute
+            warnings.filterwarnings("ignore", message=".*settotalmass.*")
+            mj_model = spec.compile()
         d = self.__dict__
         d["task_name"] = task_name
         d["_task"], d["num_envs"], d["frame_skip"] = task, num_envs, frame_skip
@@ -148,7 +159,7 @@ class MujocoEnv(ArrayEnv):
         d["_sim"] = make_sim(mj_model, num_envs, num_threads, task.fields)
         d["_init_qpos"] = mj_model.qpos0.copy()
         d["_init_qvel"] = np.zeros(mj_model.nv)
-        d["_rng"] = np.random.default_rng()
+        d["_rngs"] = _generators(None, num_envs)
         d["_steps"] = np.zeros(num_envs, dtype=np.int64)
         d["_renderer"] = None
         self._make_specs(mj_model)
@@ -188,10 +199,13 @@ class MujocoEnv(ArrayEnv):
 
     def _reset_sim(self, mask: np.ndarray | None) -> None:
         ids = None if mask is None else np.flatnonzero(mask)
-        n = self.num_envs if ids is None else len(ids)
-        qpos, qvel = self._task.reset_noise(
-            self._rng, n, self.mj_model, self._init_qpos, self._init_qvel
-        )
+        rows = range(self.num_envs) if ids is None else ids
+        # one generator per sub-env: its resets do not depend on when the others reset
+        model, task, rngs = self.mj_model, self._task, self._rngs
+        init_qpos, init_qvel = self._init_qpos, self._init_qvel
+        states = [task.reset_noise(rngs[i], 1, model, init_qpos, init_qvel) for i in rows]
+        qpos = np.concatenate([q for q, _ in states])
+        qvel = np.concatenate([v for _, v in states])
         self._sim.reset(ids, qpos, qvel)
         if ids is None:
             self._steps[:] = 0
@@ -200,7 +214,7 @@ class MujocoEnv(ArrayEnv):
 
     def _array_reset(self, out: dict, mask: np.ndarray | None, seed: int | None) -> None:
         if seed is not None:
-            self.__dict__["_rng"] = np.random.default_rng(seed)
+            self.__dict__["_rngs"] = _generators(seed, self.num_envs)
         self._reset_sim(mask)
         obs = self._task.observe(self._sim, True)
         if mask is None:

@@ -42,7 +42,9 @@ def toywalk(tmp_path, monkeypatch):
     reset_plugins()
 
 
-def _make(num_envs: int = 0) -> ArrayEnv:
+def _make(num_envs: int | None = None) -> ArrayEnv:
+    if num_envs is None:
+        return torchenv.make("toywalk:Walk-v0")
     return torchenv.make("toywalk:Walk-v0", num_envs=num_envs)
 
 
@@ -61,7 +63,7 @@ def test_discovered_and_made_by_name(toywalk):
         torchenv.make("toywalk:Walk-v1")
 
 
-@pytest.mark.parametrize("num_envs", [0, 4])
+@pytest.mark.parametrize("num_envs", [None, 4])
 def test_direct_path_is_taken(toywalk, num_envs):
     env = _make(num_envs)
     assert direct_plan(env) is not None
@@ -120,4 +122,4 @@ class TestToyWalkSingleConformance(EnvConformanceTests):
         yield
 
     def make_env(self):
-        return _make(0)
+        return _make()

@@ -36,7 +36,7 @@ def _make_env_class():
     from torchenv.specs import Bounded, Composite, Unbounded
 
     class ToyWalkEnv(ArrayEnv):
-        """``num_envs`` point masses (``0``: a single env); reach the origin within 50 steps.
+        """``num_envs`` point masses (``None``: a single env); reach the origin within 50 steps.
 
         >>> env = ToyWalkEnv(num_envs=3)
         >>> env.rollout(4)["next", "observation"].shape
@@ -45,10 +45,10 @@ def _make_env_class():
 
         max_steps = 50
 
-        def __init__(self, num_envs: int = 0, **kwargs):
-            batch = (num_envs,) if num_envs else ()
+        def __init__(self, num_envs: int | None = None, **kwargs):
+            batch = () if num_envs is None else (num_envs,)
             super().__init__(batch_size=batch, **kwargs)
-            n = max(num_envs, 1)
+            n = num_envs or 1
             self.observation_spec = Composite(
                 observation=Unbounded((*batch, 4)),  # position, velocity
                 steps=Unbounded((*batch, 1), dtype=torch.int64),

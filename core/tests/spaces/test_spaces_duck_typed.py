@@ -128,3 +128,21 @@ def test_unknown_space_names_the_fix_and_registration_works():
         assert space_to_spec(Strange()).shape == (2,)
     finally:
         _REGISTRY.pop(Strange)
+
+
+def test_array_readers_give_spec_shaped_arrays_without_copies():
+    from torchenv.spaces import make_array_reader, make_obs_array_reader
+
+    box = Box(-1, 1, (2,))
+    value = np.zeros(2, np.float32)
+    assert make_array_reader(box, space_to_spec(box))(value) is value  # no copy
+    space = Discrete(3, start=1)
+    spec = space_to_spec(space, categorical_action_encoding=True)
+    assert make_array_reader(space, spec)(np.int64(3)).tolist() == 2
+    assert make_array_reader(space, space_to_spec(space)) is None  # one-hot: needs encoding
+    obs = Dict({"state": box, "flag": MultiBinary(1)})
+    obs_spec = space_to_spec(obs)
+    read = make_obs_array_reader(obs, obs_spec)
+    out = read({"state": value, "flag": np.ones(1, np.int8)})
+    assert set(out) == {"observation", "flag"} and out["flag"].dtype == np.int8
+    assert make_obs_array_reader(Tuple([box, Discrete(2)]), Composite(observation=spec)) is None

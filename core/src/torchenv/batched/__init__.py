@@ -7,6 +7,6 @@ through shared memory; ``EnvCreator`` makes a picklable factory whose envs share
 from torchenv.batched._creator import EnvCreator
 from torchenv.batched._parallel import ParallelEnv
 from torchenv.batched._serial import SerialEnv
-from torchenv.batched._worker import WorkerError
+from torchenv.batched._worker import EnvClosedError, WorkerError
 
-__all__ = ["EnvCreator", "ParallelEnv", "SerialEnv", "WorkerError"]
+__all__ = ["EnvClosedError", "EnvCreator", "ParallelEnv", "SerialEnv", "WorkerError"]

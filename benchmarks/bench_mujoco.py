@@ -11,7 +11,10 @@ All sides in one run, each measured in turn, ``--repeats`` rounds (default 3), m
   nothing else (the floor of any wrapper);
 * ours, ``MujocoEnv("HalfCheetah", num_envs=N, num_threads=T)`` for N in 1/64/1024, T in 1/2:
   ``rollout`` with a fixed action (the direct path), and, with a policy in the loop (a 2-layer
-  MLP, torch), ``step_and_maybe_reset``.
+  MLP, torch), ``step_and_maybe_reset``;
+* TorchRL 0.14.1's ``GymEnv("HalfCheetah-v5")``, one env and ``num_envs=64`` (gymnasium's vector
+  env), the same MLP policy loop, in the interpreter ``TORCHENV_BENCH_TORCHRL_PYTHON`` names
+  (TorchRL pins its own tensordict: a separate venv).
 
 Run: ``python benchmarks/bench_mujoco.py`` (about 3 minutes; ``--quick`` for a shorter one).
 """
@@ -23,7 +26,6 @@ import json
 import os
 import statistics
 import subprocess
-import sys
 import time
 import warnings
 
@@ -104,9 +106,9 @@ def envpool_rate(n: int, seconds: float) -> float | str:
 # ------------------------------------------------------------------------------- bare batch
 def bare_batch(n: int, threads: int, seconds: float) -> float:
     import numpy as np
+    from mujoco.batch import Batch
 
     from torchenv_mujoco._assets import asset_path, load_spec
-    from mujoco.batch import Batch
 
     model = load_spec(asset_path("half_cheetah.xml")).compile()
     batch = Batch(model, n, nthread=threads)
@@ -140,17 +142,16 @@ def ours_rollout(n: int, threads: int, seconds: float) -> float:
     return _rate(run, steps * n, seconds)
 
 
-def ours_policy(n: int, threads: int, seconds: float) -> float:
+def _policy_rate(env, n: int, seconds: float) -> float:
+    """``step_and_maybe_reset`` with a 2-layer MLP (torch) choosing the actions: the collector loop."""
     import torch
-    from tensordict.nn import TensorDictModule
 
-    from torchenv_mujoco import MujocoEnv
-
-    env = MujocoEnv("HalfCheetah", num_envs=n, num_threads=threads)
+    obs_dim = env.observation_spec["observation"].shape[-1]
+    act_dim = env.action_spec.shape[-1]
     net = torch.nn.Sequential(
-        torch.nn.Linear(17, 64), torch.nn.Tanh(), torch.nn.Linear(64, 6), torch.nn.Tanh()
-    ).double()
-    policy = TensorDictModule(net, in_keys=["observation"], out_keys=["action"])
+        torch.nn.Linear(obs_dim, 64), torch.nn.Tanh(), torch.nn.Linear(64, act_dim), torch.nn.Tanh()
+    )
+    act_dtype = env.action_spec.dtype
     steps = max(10, 2000 // n)
     state = {"td": env.reset()}
 
@@ -158,12 +159,40 @@ def ours_policy(n: int, threads: int, seconds: float) -> float:
     def run():
         td = state["td"]
         for _ in range(steps):
-            td = policy(td)
-            td["action"] = td["action"].float()
+            td["action"] = net(td["observation"].float()).to(act_dtype)
             _, td = env.step_and_maybe_reset(td)
         state["td"] = td
 
     return _rate(run, steps * n, seconds)
+
+
+def ours_policy(n: int, threads: int, seconds: float) -> float:
+    from torchenv_mujoco import MujocoEnv
+
+    return _policy_rate(MujocoEnv("HalfCheetah", num_envs=n, num_threads=threads), n, seconds)
+
+
+def torchrl_policy(n: int, seconds: float) -> float:
+    """TorchRL 0.14.1's ``GymEnv("HalfCheetah-v5")``: one env, or gymnasium's vector env of ``n``."""
+    from torchrl.envs import GymEnv
+
+    env = GymEnv("HalfCheetah-v5") if n == 1 else GymEnv("HalfCheetah-v5", num_envs=n)
+    return _policy_rate(env, n, seconds)
+
+
+def torchrl_side(seconds: float) -> dict[str, float] | str:
+    """The TorchRL rows, run in the interpreter ``$TORCHENV_BENCH_TORCHRL_PYTHON`` names."""
+    python = os.environ.get("TORCHENV_BENCH_TORCHRL_PYTHON")
+    if not python:
+        return "not run (TORCHENV_BENCH_TORCHRL_PYTHON unset)"
+    proc = subprocess.run(
+        [python, os.path.abspath(__file__), "--torchrl", "--seconds", str(seconds)],
+        capture_output=True,
+        text=True,
+    )
+    if proc.returncode:
+        return "failed: " + (proc.stderr.strip().splitlines() or ["?"])[-1]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
@@ -171,10 +200,18 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=1.0)
     parser.add_argument("--quick", action="store_true", help="fewer cases, one round")
+    parser.add_argument("--torchrl", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     import torch
 
     torch.set_num_threads(1)
+    if args.torchrl:  # the TorchRL side, in TorchRL's interpreter: one JSON line
+        rates = {
+            f"TorchRL GymEnv + MLP policy, {n} env(s)": torchrl_policy(n, args.seconds)
+            for n in (1, 64)
+        }
+        print(json.dumps(rates))
+        return
     sizes = (1, 64) if args.quick else (1, 64, 1024)
     cases = {
         "gymnasium HalfCheetah-v5, 1 env": lambda s: gym_single(s),
@@ -196,13 +233,29 @@ def main() -> None:
     for _ in range(rounds):  # sides alternate within every round
         for name, case in cases.items():
             results[name].append(case(args.seconds))
-    med = {name: statistics.median(v) for name, v in results.items()}
+        trl = torchrl_side(args.seconds)
+        if isinstance(trl, dict):
+            for name, rate in trl.items():
+                results.setdefault(name, []).append(rate)
+    med = {name: statistics.median(v) for name, v in results.items() if v}
     for name, rate in med.items():
         print(f"{name:<62} {rate:>12,.0f} env-steps/s")
+    if not isinstance(trl, dict):
+        print(f"{'TorchRL GymEnv + MLP policy':<62} {trl}")
     print(f"{'envpool HalfCheetah-v5, 64 envs, 2 thr':<62} {envpool_rate(64, args.seconds)}")
     ours = med["ours rollout, 64 envs, 2 thr"]
     print(f"ours 64/2thr vs gymnasium 1 env: {ours / med['gymnasium HalfCheetah-v5, 1 env']:.2f}x")
-    print(f"ours 64/2thr vs bare mujoco.batch 64/2thr: {ours / med['bare mujoco.batch, 64 envs, 2 thr']:.1%}")
+    print(
+        f"ours 64/2thr vs bare mujoco.batch 64/2thr: {ours / med['bare mujoco.batch, 64 envs, 2 thr']:.1%}"
+    )
+    print(
+        f"ours 64/2thr vs gymnasium SyncVectorEnv 64: {ours / med['gymnasium SyncVectorEnv, 64']:.2f}x"
+    )
+    mlp = med["ours + MLP policy, step_and_maybe_reset, 64 envs, 2 thr"]
+    for n in (1, 64):
+        trl_rate = med.get(f"TorchRL GymEnv + MLP policy, {n} env(s)")
+        if trl_rate:
+            print(f"ours + MLP 64/2thr vs TorchRL GymEnv + MLP at {n}: {mlp / trl_rate:.2f}x")
 
 
 if __name__ == "__main__":

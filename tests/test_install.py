@@ -26,10 +26,15 @@ PROMISES = {
     "torchenv": ["builtin"],
     "torchenv[gymnasium]": ["builtin", "gymnasium"],
     "torchenv[gym]": ["builtin", "gym"],
-    "torchenv[all]": ["builtin", "gymnasium"],
+    "torchenv[mujoco]": ["builtin", "mujoco"],
+    "torchenv[all]": ["builtin", "gymnasium", "mujoco"],
 }
 # The env each backend's promise is checked with.
-ENVS = {"gymnasium": "gymnasium:CartPole-v1", "gym": "gym:CartPole-v1"}
+ENVS = {
+    "gymnasium": "gymnasium:CartPole-v1",
+    "gym": "gym:CartPole-v1",
+    "mujoco": "mujoco:InvertedPendulum",
+}
 
 
 def readme_install_commands() -> list[str]:

@@ -16,7 +16,7 @@ def test_backend_is_declared():
     (backend,) = _hooks.torchenv_backends()
     assert backend.name == "mujoco" and backend.distribution == "torchenv-mujoco"
     assert backend.simulator == "mujoco" and backend.supported == ">=3.0"
-    assert "torchenv-mujoco" in backend.install
+    assert backend.install == 'pip install "torchenv[mujoco]"'
 
 
 def test_hook_module_imports_no_simulator_nor_torch():

@@ -11,6 +11,7 @@ import pytest
 pytestmark = pytest.mark.mujoco
 
 _CODE = """
+import mujoco  # first: an unusable MUJOCO_GL fails here, with the GL library's own message
 import numpy as np
 from torchenv_mujoco import MujocoEnv
 env = MujocoEnv("HalfCheetah", num_envs=2)

@@ -61,7 +61,9 @@ def test_contact_probe_computes_contact_forces():
 def test_get_data_is_one_env():
     model = _model("hopper.xml")
     sim = make_sim(model, 3, 1)
-    sim.reset(None, np.tile(model.qpos0, (3, 1)) + np.arange(3)[:, None] * 0.01, np.zeros((3, model.nv)))
+    sim.reset(
+        None, np.tile(model.qpos0, (3, 1)) + np.arange(3)[:, None] * 0.01, np.zeros((3, model.nv))
+    )
     data = sim.get_data(2)
     assert isinstance(data, mujoco.MjData)
     np.testing.assert_array_equal(data.qpos, sim.qpos[2])

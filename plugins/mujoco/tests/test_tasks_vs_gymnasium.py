@@ -52,7 +52,9 @@ def test_one_env_trajectory_equals_gymnasium(name):
             td = env.step(td)["next"]
             obs = td["observation"][0].numpy()
             assert obs.shape == obs_ref.shape
-            np.testing.assert_allclose(obs[keep], obs_ref[keep], rtol=1e-9, atol=1e-9, err_msg=f"step {t}")
+            np.testing.assert_allclose(
+                obs[keep], obs_ref[keep], rtol=1e-9, atol=1e-9, err_msg=f"step {t}"
+            )
             assert np.isfinite(obs[cols]).all()
             reward = td["reward"].item()
             if name in CONTACT_COLUMNS:  # compare the rewards without their contact costs

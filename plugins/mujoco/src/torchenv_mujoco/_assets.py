@@ -44,7 +44,9 @@ def load_spec(model: str | os.PathLike) -> mujoco.MjSpec:
     if text.lstrip().startswith("<"):
         return mujoco.MjSpec.from_string(text)
     if not os.path.exists(text):
-        raise FileNotFoundError(f"model: no MJCF file at {text!r} (expected a path or an XML string).")
+        raise FileNotFoundError(
+            f"model: no MJCF file at {text!r} (expected a path or an XML string)."
+        )
     return mujoco.MjSpec.from_file(text)
 
 

@@ -139,7 +139,9 @@ class MujocoEnv(ArrayEnv):
             spec = load_spec(model)
         if max_episode_steps is not None:
             if max_episode_steps < 1:
-                raise ValueError(f"max_episode_steps: expected >= 1 or None, got {max_episode_steps}.")
+                raise ValueError(
+                    f"max_episode_steps: expected >= 1 or None, got {max_episode_steps}."
+                )
             task.max_episode_steps = max_episode_steps
         frame_skip = task.frame_skip if frame_skip is None else frame_skip
         if not isinstance(frame_skip, int) or frame_skip < 1:

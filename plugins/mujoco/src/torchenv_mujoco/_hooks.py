@@ -17,7 +17,7 @@ def torchenv_backends() -> list[Backend]:
             distribution="torchenv-mujoco",
             simulator="mujoco",
             supported=">=3.0",
-            install='pip install "torchenv-mujoco[tasks]"',
+            install='pip install "torchenv[mujoco]"',
             description="MuJoCo directly, natively batched (mujoco.batch, threads): "
             "gymnasium's -v5 locomotion tasks and any MJCF model.",
         )

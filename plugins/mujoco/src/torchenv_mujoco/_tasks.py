@@ -97,7 +97,7 @@ class Hopper(_Hopping):
 
     def healthy(self, sim):
         state = np.concatenate([sim.qpos[:, 2:], sim.qvel], axis=1)
-        return super().healthy(sim) & ((-100 < state) & (state < 100)).all(axis=1)
+        return super().healthy(sim) & ((state > -100) & (state < 100)).all(axis=1)
 
 
 class Walker2d(_Hopping):
@@ -125,7 +125,7 @@ class Ant(Task):
     def healthy(self, sim):
         finite = np.isfinite(sim.qpos).all(axis=1) & np.isfinite(sim.qvel).all(axis=1)
         z = sim.qpos[:, 2]
-        return finite & (0.2 <= z) & (z <= 1.0)
+        return finite & (z >= 0.2) & (z <= 1.0)
 
     def reward(self, sim, action, before, dt):
         speed = (sim.field("xpos")[:, 1, 0] - before) / dt
@@ -175,7 +175,7 @@ class Humanoid(Task):
 
     def healthy(self, sim):
         z = sim.qpos[:, 2]
-        return (1.0 < z) & (z < 2.0)
+        return (z > 1.0) & (z < 2.0)
 
     def reward(self, sim, action, before, dt):
         speed = (self._mass_center_x(sim) - before) / dt
@@ -244,7 +244,13 @@ class Reacher(Task):
 
     def observe(self, sim, reset):
         theta = sim.qpos[:, :2]
-        parts = [np.cos(theta), np.sin(theta), sim.qpos[:, 2:], sim.qvel[:, :2], self._gap(sim)[:, :2]]
+        parts = [
+            np.cos(theta),
+            np.sin(theta),
+            sim.qpos[:, 2:],
+            sim.qvel[:, :2],
+            self._gap(sim)[:, :2],
+        ]
         return np.concatenate(parts, axis=1)
 
     def before_step(self, sim):

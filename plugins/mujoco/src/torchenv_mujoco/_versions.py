@@ -48,7 +48,7 @@ def batch_available() -> bool:
 
 
 @implement_for("mujoco", "3.17", None)
-def make_sim(model: Any, num_envs: int, num_threads: int, fields: tuple = ()) -> Any:  # noqa: F811
+def make_sim(model: Any, num_envs: int, num_threads: int, fields: tuple = ()) -> Any:
     """The batched simulator of ``num_envs`` envs of ``model``: ``mujoco.batch`` from 3.17."""
     from torchenv_mujoco._sim import BatchSim
 

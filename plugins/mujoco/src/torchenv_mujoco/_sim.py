@@ -27,7 +27,9 @@ class BatchSim:
     >>> import mujoco
     >>> model = mujoco.MjModel.from_xml_string(
     ...     "<mujoco><worldbody><body><joint type='slide'/><geom size='.1'/></body></worldbody></mujoco>")
-    >>> sim = BatchSim(model, num_envs=4, num_threads=1, fields=("xpos",))
+    >>> from torchenv_mujoco import batch_available
+    >>> cls = BatchSim if batch_available() else LoopSim  # mujoco.batch: MuJoCo >= 3.17
+    >>> sim = cls(model, num_envs=4, num_threads=1, fields=("xpos",))
     >>> sim.step(5); sim.qpos.shape
     (4, 1)
     """

@@ -18,7 +18,7 @@ from torchenv.versions import implement_for, installed_version
 __all__ = ["SUPPORTED", "INSTALL", "make_sim", "check_supported", "batch_available"]
 
 SUPPORTED = ">=3.0"
-INSTALL = 'pip install "torchenv-mujoco[tasks]"'
+INSTALL = 'pip install "torchenv[mujoco]"'
 
 
 def check_supported() -> Version:

@@ -105,6 +105,9 @@ def envpool_rate(n: int, seconds: float) -> float | str:
 
 # ------------------------------------------------------------------------------- bare batch
 def bare_batch(n: int, threads: int, seconds: float) -> float:
+    """Controls written, ``step(nstep=5)``; every 1000 steps a reset to HalfCheetah's initial
+    distribution (as the env does: a sim left running drifts into states that step at another
+    speed)."""
     import numpy as np
     from mujoco.batch import Batch
 
@@ -112,13 +115,27 @@ def bare_batch(n: int, threads: int, seconds: float) -> float:
 
     model = load_spec(asset_path("half_cheetah.xml")).compile()
     batch = Batch(model, n, nthread=threads)
-    ctrl = batch.bind("ctrl")
+    ctrl, qpos, qvel = batch.bind("ctrl"), batch.bind("qpos"), batch.bind("qvel")
     action = np.full((n, model.nu), 0.1)
+    rng = np.random.default_rng(0)
+    state = {"steps": 0}
+
+    def reset():
+        batch.reset()
+        qpos[:] = model.qpos0 + rng.uniform(-0.1, 0.1, (n, model.nq))
+        qvel[:] = 0.1 * rng.standard_normal((n, model.nv))
+        batch.forward()
+
+    reset()
 
     def run():
         for _ in range(10):
             ctrl[:] = action
             batch.step(nstep=FRAME_SKIP)
+        state["steps"] += 10
+        if state["steps"] >= 1000:
+            state["steps"] = 0
+            reset()
 
     return _rate(run, 10 * n, seconds)
 

@@ -35,6 +35,7 @@ DOCS_PAGES = [
     "docs/recording.md",
     "docs/multiagent.md",
     "docs/vmas.md",
+    "docs/mujoco.md",
 ]
 
 

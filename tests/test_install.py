@@ -28,7 +28,8 @@ PROMISES = {
     "torchenv[gym]": ["builtin", "gym"],
     "torchenv[vmas]": ["builtin", "vmas"],
     "torchenv[dmcontrol]": ["builtin", "dmcontrol"],
-    "torchenv[all]": ["builtin", "vmas", "gymnasium", "dmcontrol"],
+    "torchenv[mujoco]": ["builtin", "mujoco"],
+    "torchenv[all]": ["builtin", "vmas", "gymnasium", "dmcontrol", "mujoco"],
 }
 # The env each backend's promise is checked with.
 ENVS = {
@@ -36,6 +37,7 @@ ENVS = {
     "gym": "gym:CartPole-v1",
     "vmas": "vmas:balance",
     "dmcontrol": "dmcontrol:cartpole/balance",
+    "mujoco": "mujoco:InvertedPendulum",
 }
 # make() arguments an env needs (VMAS envs are natively batched: num_envs is required).
 MAKE_KWARGS = {"vmas:balance": {"num_envs": 2}}

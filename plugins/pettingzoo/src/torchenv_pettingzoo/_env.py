@@ -271,10 +271,10 @@ class PettingZooWrapper(EnvBase):
         return out
 
     def _reset(self, tensordict: TensorDictBase | None = None, **kwargs: Any) -> TensorDictBase:
-        if tensordict is not None and self._last is not None:
-            if not bool(self._layout.reset_rows(tensordict)):
-                # only some agents are done (group "_reset"), not the episode: keep going
-                return self._last.exclude(*self.reward_keys)
+        last = self._last
+        if last is not None and tensordict is not None and not self._layout.reset_rows(tensordict):
+            # only some agents are done (group "_reset"), not the episode: keep going
+            return last.exclude(*self.reward_keys)
         seed, self._pending_seed = self._pending_seed, None
         obs, infos = self._raw_reset(seed, kwargs.get("options"))
         env = self._env
@@ -306,8 +306,11 @@ class PettingZooWrapper(EnvBase):
         rewards, terminated, truncated, infos = self._skip_dead_turns(
             [env.rewards, env.terminations, env.truncations, env.infos]
         )
-        acting = [env.agent_selection] if env.agents else []
-        return self._output(obs, infos, terminated, truncated, rewards, acting)
+        # the agent to act next; nobody once the episode is over for everyone (TorchRL marks
+        # the last selected agent, with a mask allowing no action)
+        selected = env.agent_selection if env.agents else None
+        live = selected is not None and not (terminated.get(selected) or truncated.get(selected))
+        return self._output(obs, infos, terminated, truncated, rewards, [selected] if live else [])
 
     def _set_seed(self, seed: int | None) -> None:
         self.seed = seed

@@ -39,7 +39,7 @@ class AgentSpecs:
 def _is_numeric(value: Any) -> bool:
     try:
         return np.asarray(value).dtype.kind in "biuf"
-    except Exception:  # noqa: BLE001 - anything numpy cannot read is not an info entry
+    except Exception:  # anything numpy cannot read is not an info entry
         return False
 
 
@@ -75,7 +75,7 @@ def agent_specs(
     out = AgentSpecs()
     for agent in agents:
         obs = space_to_spec(env.observation_space(agent), remap_state_to_observation=False)
-        if isinstance(obs, Composite) and MASK in obs.keys():
+        if isinstance(obs, Composite) and MASK in obs.keys():  # noqa: SIM118 - a spec, not a dict
             obs = obs.clone()
             del obs[MASK]
             out.mask_source[agent] = "observation"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 from torchenv_pettingzoo._backend import import_pettingzoo
@@ -111,7 +111,7 @@ class Task:
         return module.parallel_env(**kwargs) if parallel else module.env(**kwargs)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _tasks(version: str) -> dict[str, Task]:
     tasks = {name: Task(name, **how) for name, how in builtin_tasks().items()}
     mpe = mpe_package()

@@ -176,6 +176,7 @@ class PettingZooWrapper(EnvBase):
         self.has_action_mask = {g: g in masked for g in layout.group_map}
         self._has_info = bool(specs.info)
         self._masked = bool(masked)
+        self._mask_keys = [(g, (g, MASK)) for g in layout.masked_groups]
         self._pending_seed = self.seed
         self._last: TensorDictBase | None = None
 
@@ -266,7 +267,10 @@ class PettingZooWrapper(EnvBase):
         root = {"state": self._env.state()} if self.return_state else None
         out = self._layout.output(per_agent, root, acting=acting)
         if self._masked:
-            self._layout.update_action_spec_masks(self.full_action_spec, out)
+            # TorchRL keeps the action specs masked, so that rand_action follows the masks
+            spec = self.full_action_spec
+            for group, key in self._mask_keys:
+                spec[group, "action"].update_mask(out.get(key))
         self._last = out
         return out
 

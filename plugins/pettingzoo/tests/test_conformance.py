@@ -20,6 +20,7 @@ from leaving_envs import LeavingAEC, LeavingParallel
 from torchenv.envs import MarlGroupMapType
 from torchenv.testing import MultiAgentConformanceTests
 from torchenv_pettingzoo import PettingZooEnv, PettingZooWrapper, task_names
+from torchenv_pettingzoo._tasks import find_task
 
 pytestmark = pytest.mark.pettingzoo
 
@@ -94,15 +95,17 @@ class TestKnightsArchersZombies(MultiAgentConformanceTests):
 
     def make_env(self):
         # line_death: agents die at the walls, so some leave within the rollouts; zombies (the
-        # randomness) come every 3 steps
+        # randomness) come every 3 steps (v10's spawn_rate became spawn_delay in v11)
+        task = find_task("butterfly/knights_archers_zombies")
+        spawn = "spawn_rate" if task.name.endswith("_v10") else "spawn_delay"
         return PettingZooEnv(
-            "butterfly/knights_archers_zombies",
+            task.name,
             parallel=True,
             use_mask=True,
             done_on_any=False,
             line_death=True,
-            spawn_delay=3,
             max_cycles=30,
+            **{spawn: 3},
         )
 
 

@@ -84,12 +84,12 @@ class PettingZooWrapper(EnvBase):
         group_map, parallel, use_mask, return_state, done_on_any, categorical_actions, seed,
         has_action_mask (group -> bool), possible_agents, agents, agent_selection (AEC).
 
-    >>> from mpe2 import simple_spread_v3
-    >>> env = PettingZooWrapper(simple_spread_v3.parallel_env(N=2), seed=0)
+    >>> from pettingzoo.classic import tictactoe_v3
+    >>> env = PettingZooWrapper(tictactoe_v3.env(), use_mask=True, seed=0)
     >>> env.group_map
-    {'agent': ['agent_0', 'agent_1']}
-    >>> env.rollout(4)["next", "agent", "reward"].shape
-    torch.Size([4, 2, 1])
+    {'player_1': ['player_1'], 'player_2': ['player_2']}
+    >>> env.rollout(4)["next", "player_1", "reward"].shape
+    torch.Size([4, 1, 1])
     """
 
     def __init__(

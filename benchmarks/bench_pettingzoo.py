@@ -128,17 +128,20 @@ def torchrl_side(task: str) -> dict[str, float]:
     import importlib
 
     import torch
-    from torchrl.envs.libs.pettingzoo import PettingZooEnv
+    from torchrl.envs.libs.pettingzoo import PettingZooEnv, PettingZooWrapper
 
     torch.set_num_threads(1)
     spec = TASKS[task]
     parallel = spec["parallel"]
-    name = task.split("/")[-1]
-    env = PettingZooEnv(name, parallel=parallel, use_mask=not parallel, seed=0, **spec["kwargs"])
-    env.set_seed(0)
-    torchrl = _rate(lambda: env.rollout(STEPS, break_when_any_done=False), STEPS)
     family, module = task.split("/")
     mod = importlib.import_module(f"pettingzoo.{family}.{module}")
+    if parallel:
+        env = PettingZooEnv(module, parallel=True, seed=0, **spec["kwargs"])
+    else:
+        # TorchRL's task lookup imports every classic game (chess, rlcard...): wrap the env
+        env = PettingZooWrapper(mod.env(**spec["kwargs"]), use_mask=True, seed=0)
+    env.set_seed(0)
+    torchrl = _rate(lambda: env.rollout(STEPS, break_when_any_done=False), STEPS)
     pz = mod.parallel_env(**spec["kwargs"]) if parallel else mod.env(**spec["kwargs"])
     pz.reset(seed=0)
     return {"torchrl": torchrl, "torchrl-raw": _rate(_raw_loop(pz, parallel), STEPS)}

@@ -27,9 +27,14 @@ PROMISES = {
     "torchenv[gymnasium]": ["builtin", "gymnasium"],
     "torchenv[gym]": ["builtin", "gym"],
     "torchenv[all]": ["builtin", "gymnasium"],
+    "torchenv[pettingzoo]": ["builtin", "pettingzoo"],
 }
 # The env each backend's promise is checked with.
-ENVS = {"gymnasium": "gymnasium:CartPole-v1", "gym": "gym:CartPole-v1"}
+ENVS = {
+    "gymnasium": "gymnasium:CartPole-v1",
+    "gym": "gym:CartPole-v1",
+    "pettingzoo": "pettingzoo:classic/tictactoe_v3",
+}
 
 
 def readme_install_commands() -> list[str]:

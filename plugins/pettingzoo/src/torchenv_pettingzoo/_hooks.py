@@ -11,7 +11,7 @@ from torchenv.registry import Backend, hookimpl
 
 _DIST = "torchenv-pettingzoo"
 SUPPORTED = ">=1.24.3,<1.28"
-INSTALL = 'pip install "torchenv[pettingzoo]"  (MPE on PettingZoo >= 1.26: pip install mpe2)'
+INSTALL = 'pip install "torchenv[pettingzoo]"'  # MPE on PettingZoo >= 1.26: pip install mpe2
 
 
 @hookimpl

@@ -81,3 +81,11 @@ def test_has_parallel():
     assert not find_task("classic/tictactoe_v3").has_parallel()
     if "mpe/simple_spread_v3" in all_tasks():
         assert find_task("mpe/simple_spread_v3").has_parallel()
+
+
+def test_mpe_without_mpe2_says_to_install_it(monkeypatch):
+    import torchenv_pettingzoo._tasks as tasks
+
+    monkeypatch.setattr(tasks, "mpe_package", lambda: None)
+    with pytest.raises(ImportError, match="pip install mpe2"):
+        tasks.find_task("mpe/no_such_scenario_v1")

@@ -180,6 +180,11 @@ def find_task(name: str) -> Task:
         return candidates[0]
     from torchenv.registry import UnknownEnvError
 
+    if family == "mpe" and mpe_package() is None:
+        raise ImportError(
+            f"pettingzoo:{name}: PettingZoo {import_pettingzoo().__version__} has no MPE (it moved "
+            "to the mpe2 package in 1.26): pip install mpe2"
+        )
     if len(candidates) > 1:
         raise ValueError(
             f"pettingzoo: {name!r} is ambiguous: {[c.name for c in candidates]}; "

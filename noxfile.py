@@ -36,6 +36,7 @@ DOCS_PAGES = [
     "docs/multiagent.md",
     "docs/vmas.md",
     "docs/mujoco.md",
+    "docs/pettingzoo.md",
 ]
 
 

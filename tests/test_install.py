@@ -29,7 +29,8 @@ PROMISES = {
     "torchenv[vmas]": ["builtin", "vmas"],
     "torchenv[dmcontrol]": ["builtin", "dmcontrol"],
     "torchenv[mujoco]": ["builtin", "mujoco"],
-    "torchenv[all]": ["builtin", "vmas", "gymnasium", "dmcontrol", "mujoco"],
+    "torchenv[pettingzoo]": ["builtin", "pettingzoo"],
+    "torchenv[all]": ["builtin", "vmas", "gymnasium", "dmcontrol", "mujoco", "pettingzoo"],
 }
 # The env each backend's promise is checked with.
 ENVS = {
@@ -38,6 +39,7 @@ ENVS = {
     "vmas": "vmas:balance",
     "dmcontrol": "dmcontrol:cartpole/balance",
     "mujoco": "mujoco:InvertedPendulum",
+    "pettingzoo": "pettingzoo:classic/tictactoe_v3",
 }
 # make() arguments an env needs (VMAS envs are natively batched: num_envs is required).
 MAKE_KWARGS = {"vmas:balance": {"num_envs": 2}}

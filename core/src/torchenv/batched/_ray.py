@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import os
+import socket
 import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -34,6 +35,7 @@ __all__ = ["RayParallelEnv"]
 
 _TIMEOUT = float(os.environ.get("TORCHENV_BATCHED_TIMEOUT", "600"))  # seconds, as ParallelEnv's
 _CLOSE_TIMEOUT = 10.0  # seconds an actor gets to close its env before it is killed
+_CONNECT_TIMEOUT = 10.0  # seconds to open a TCP connection to an explicit "host:port" address
 
 
 def _import_ray():
@@ -50,6 +52,20 @@ def _from_registry(name: str) -> Callable:
     from torchenv.registry import make
 
     return functools.partial(make, name)
+
+
+def _check_reachable(address: str | None) -> None:
+    """Fail fast on an explicit ``"host:port"`` that nothing answers: Ray itself retries a
+    missing GCS for minutes (20 tries of ~40 s in Ray 2.60) before giving up."""
+    if not address or "://" in address or address == "auto" or ":" not in address:
+        return
+    host, _, port = address.rpartition(":")
+    if not port.isdigit():
+        return
+    try:
+        socket.create_connection((host, int(port)), timeout=_CONNECT_TIMEOUT).close()
+    except OSError as err:
+        raise ConnectionError(f"nothing answers at {address} ({err})") from err
 
 
 def _kill_actors(actors: list, close_first: bool) -> None:
@@ -158,6 +174,7 @@ class RayParallelEnv(BatchedEnvBase):
         ray = _import_ray()
         if not ray.is_initialized():
             try:
+                _check_reachable(self.address)
                 ray.init(address=self.address, **self.ray_init_kwargs)
             except Exception as err:
                 where = f"the Ray cluster at {self.address!r}" if self.address else "a local Ray"

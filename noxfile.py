@@ -1,4 +1,4 @@
-"""Developer tasks: ``nox -s tests``, ``lint``, ``bench``, ``demo``, ``docs`` (``nox -l`` lists them).
+"""Developer tasks: ``nox -s tests``, ``lint``, ``bench``, ``build``, ``demo``, ``docs`` (``nox -l``).
 
 Every session installs the core and every plugin in ``plugins/*/`` editable, with torch pinned to
 the local CPU build through ``constraints.txt``. Arguments after ``--`` go to the tool, e.g.
@@ -30,6 +30,9 @@ DOCS_PAGES = [
     "docs/cli.md",
     "docs/migrating-from-torchrl.md",
     "docs/plugins.md",
+    "docs/export.md",
+    "docs/recording.md",
+    "docs/multiagent.md",
 ]
 
 
@@ -79,8 +82,24 @@ def _torchrl_python(session: nox.Session) -> str:
         str(ROOT / "constraints-torchrl.txt"),
         "torchrl==0.14.1",
         "gymnasium",
-        "mujoco>=3",  # HalfCheetah in bench_gym.py
+        "mujoco==3.17.0",  # HalfCheetah in bench_gym.py; the version of the CI venv
         "imageio",
+        external=True,
+    )
+    # torchenv itself too, for the benchmarks that run both libraries in one process
+    # (bench_dqn.py: TorchRL's collector and loss on torchenv's env). No deps: TorchRL's pins stay.
+    session.run(
+        str(python),
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--no-deps",
+        "-e",
+        str(ROOT / "core"),
+        "-e",
+        str(ROOT / "plugins" / "gym"),
+        "pluggy>=1.5",
         external=True,
     )
     return str(python)
@@ -97,6 +116,13 @@ def bench(session: nox.Session) -> None:
 
 
 @nox.session
+def build(session: nox.Session) -> None:
+    """Wheels and sdists of the core and every plugin in dist/, checked with twine."""
+    session.install(*CONSTRAINTS, "build>=1.2", "twine>=5", "setuptools>=68", "wheel")
+    session.run("python", "scripts/build_dists.py", *(session.posargs or ["dist"]))
+
+
+@nox.session
 def demo(session: nox.Session) -> None:
     """Make an env by name, roll it out and print what came back."""
     _install_workspace(session)
@@ -106,11 +132,12 @@ def demo(session: nox.Session) -> None:
 
 @nox.session
 def docs(session: nox.Session) -> None:
-    """The user guide's examples (docs/*.md) and every module's docstring examples, as doctests."""
+    """The docs site (mkdocs build --strict into site/) and every page's examples as doctests."""
     for page in DOCS_PAGES:
         if not (ROOT / page).is_file():
             session.error(f"{page} is missing")
     _install_workspace(session)
+    session.run("mkdocs", "build", "--strict", env={"NO_MKDOCS_2_WARNING": "1"})
     sources = ["core/src", *(f"{plugin}/src" for plugin in _plugins())]
     session.run(
         "pytest",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import re
 import shutil
 import subprocess
 import sys
@@ -20,8 +22,11 @@ def _script() -> str:
     return found
 
 
-def _run(*argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run(list(argv), capture_output=True, text=True, timeout=240, check=False)
+def _run(*argv: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    environ = None if env is None else {**os.environ, **env}
+    return subprocess.run(
+        list(argv), capture_output=True, text=True, timeout=240, check=False, env=environ
+    )
 
 
 def test_console_script_lists_backends():
@@ -36,6 +41,29 @@ def test_console_script_rollout_of_the_builtin_pendulum():
     result = _run(_script(), "rollout", "builtin:Pendulum", "--steps", "4", "--seed", "0")
     assert result.returncode == 0, result.stderr
     assert "steps: 4" in result.stdout
+
+
+def test_console_script_bench_and_record_of_a_gymnasium_env(tmp_path):
+    pytest.importorskip("gymnasium")
+    pytest.importorskip("torchenv_gym")
+    result = _run(_script(), "bench", "gymnasium:CartPole-v1", "--steps", "200", "--repeats", "1")
+    assert result.returncode == 0, result.stderr
+    assert re.search(r"raw simulator\s+[\d,]+\s+1\.00", result.stdout)
+    assert re.search(r"torchenv\s+[\d,]+\s+\d+\.\d\d", result.stdout)
+    pytest.importorskip("pygame", reason="CartPole renders with pygame")
+    pytest.importorskip("imageio_ffmpeg", reason="mp4 needs the video extra")
+    out = tmp_path / "cartpole.mp4"
+    env = {"SDL_VIDEODRIVER": "dummy"}
+    result = _run(
+        _script(), "record", "gymnasium:CartPole-v1", "--out", str(out), "--steps", "12", env=env
+    )
+    assert result.returncode == 0, result.stderr
+    assert out.stat().st_size > 1000
+    import imageio.v3 as iio
+
+    frames = iio.imread(out)
+    # the first frame, 12 steps, and one more first frame for each episode that ended
+    assert frames.shape[0] >= 13 and frames.shape[-1] == 3
 
 
 def test_python_dash_m_reports_errors_in_one_line():

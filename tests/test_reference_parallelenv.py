@@ -483,8 +483,15 @@ def test_parallel_step_and_maybe_reset_rollout():
             result.append(data)
         return torch.stack(result)
 
+    # Deliberate deviation (issue 20): the docs' loop writes no action, so TorchRL steps with
+    # whatever the shared action buffer last held; torchenv refuses, as ``step`` does. With the
+    # one line a policy would add (a random action), the example runs as documented.
     env = ParallelEnv(2, lambda: GymEnv("CartPole-v1"))
     try:
+        with pytest.raises(KeyError, match="the action entry 'action' is missing"):
+            rollout(env, 2)
+        step_and_maybe_reset = env.step_and_maybe_reset
+        env.step_and_maybe_reset = lambda td: step_and_maybe_reset(env.rand_action(td))
         r = rollout(env, 2)
     finally:
         env.close()

@@ -45,6 +45,9 @@ _EXPORTS: dict[str, str] = {
         for name in (
             "EnvBase",
             "EnvMetaData",
+            "ExplorationType",
+            "exploration_type",
+            "set_exploration_type",
             "MarlGroupMapType",
             "RandomPolicy",
             "check_env_specs",
@@ -105,6 +108,9 @@ _EXPORTS: dict[str, str] = {
             "SqueezeTransform",
             "Stack",
             "StepCounter",
+            "SuccessReward",
+            "TerminateTransform",
+            "PinMemoryTransform",
             "TargetReturn",
             "TensorDictPrimer",
             "TimeMaxPool",
@@ -123,6 +129,8 @@ _EXPORTS: dict[str, str] = {
     **{name: "torchenv.batched" for name in ("SerialEnv", "ParallelEnv", "RayParallelEnv", "EnvCreator")},
     # versions
     "implement_for": "torchenv.versions",
+    # outward interfaces
+    "to_gymnasium": "torchenv.interop",
     # registry
     **{
         name: "torchenv.registry"
@@ -139,6 +147,12 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = sorted([*_EXPORTS, "__version__"])
+
+# TorchRL interop: once torchrl is imported too, our envs and specs pass its isinstance checks.
+from torchenv.interop._hook import install_torchrl_hook  # noqa: E402
+
+install_torchrl_hook()
+del install_torchrl_hook
 
 
 def __getattr__(name: str) -> Any:

@@ -100,7 +100,7 @@ def test_usage_errors(capsys):
     code, _, err = _run(capsys, "rollout", "builtin:Pendulum", "--kwargs", "novalue")
     assert code == 2 and "expected key=value" in err
     code, _, err = _run(capsys, "rollout", "builtin:Pendulum", "--steps", "0")
-    assert code == 2 and "--steps must be at least 1" in err
+    assert code == 2 and "argument --steps: must be at least 1, got 0" in err
 
 
 def test_version_and_help(capsys):

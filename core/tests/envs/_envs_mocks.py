@@ -250,3 +250,29 @@ class NestedStatelessEnv(EnvBase):
             {"agents": agents, "reward": obs.sum(-2), "done": done, "terminated": done.clone()},
             batch,
         )
+
+
+class DiscreteEnv(EnvBase):
+    """Observation = the last action (as float); the action spec has ``dtype``."""
+
+    def __init__(self, dtype=torch.int8, n=4):
+        super().__init__()
+        self.observation_spec = Composite(observation=Unbounded((1,)))
+        self.action_spec = Categorical(n, shape=(1,), dtype=dtype)
+        self.reward_spec = Unbounded((1,))
+        self.seen = []
+
+    def _reset(self, tensordict=None, **kwargs):
+        return TensorDict(observation=torch.zeros(1), done=torch.zeros(1, dtype=torch.bool))
+
+    def _step(self, tensordict):
+        action = tensordict["action"]
+        self.seen.append(action.dtype)
+        return TensorDict(
+            observation=action.to(torch.float32),
+            reward=torch.zeros(1),
+            done=torch.zeros(1, dtype=torch.bool),
+        )
+
+    def _set_seed(self, seed):
+        pass

@@ -299,3 +299,19 @@ def test_root_reset_fast_path_reset_returning_input_memory():
     fast, general = _reset_both_ways(lambda: InPlaceEnv(batch_size=(3,), max_count=5), make_td)
     _assert_same(fast, general)
     assert fast["observation"].squeeze(-1).tolist() == [0.0, 1.0, 0.0]
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_partial_reset_keeps_env_values_of_entries_missing_from_the_input(fast):
+    """A reset input cut to its "_reset" entries (as maybe_reset passes it) lacks the
+    observations: the rows not reset take the env's value, not a zero pad."""
+    env = CounterEnv(batch_size=(3,), max_count=10)
+    env.reset()
+    env._plan.root_reset = fast
+    td = env._step_mdp(env.rand_step(env.reset()))
+    current = td["observation"].clone()
+    assert current.tolist() == [[1.0]] * 3
+    reset_input = TensorDict({"_reset": torch.tensor([[True], [False], [False]])}, (3,))
+    out = env.reset(reset_input)
+    assert out["observation"][0].tolist() == [0.0]  # reset row
+    assert out["observation"][1:].tolist() == current[1:].tolist()  # not a zero pad

@@ -66,3 +66,71 @@ def test_invalid_groupings_raise_clear_errors(group_map, agents, message):
 def test_group_of_a_string_is_rejected():
     with pytest.raises(TypeError, match="group 'g' must map to a list"):
         check_marl_grouping({"g": "agent_0"}, ["agent_0"])
+
+
+# ---------------------------------------------------------------------- default grouping
+from torchenv.envs import group_map_by_prefix, resolve_group_map  # noqa: E402
+
+
+@pytest.mark.parametrize(
+    "names, fallback, expected",
+    [
+        (
+            ["agent_0", "agent_1", "adversary_0"],
+            "all_in_one",
+            {"agent": ["agent_0", "agent_1"], "adversary": ["adversary_0"]},
+        ),
+        (["red_team_0", "red_team_1"], "all_in_one", {"red_team": ["red_team_0", "red_team_1"]}),
+        (["agent_0", "ball"], "all_in_one", {"agents": ["agent_0", "ball"]}),
+        (["agent_0", "agent_x"], "all_in_one", {"agents": ["agent_0", "agent_x"]}),
+        (["_0", "agent_1"], "all_in_one", {"agents": ["_0", "agent_1"]}),
+        (
+            ["agent_0", "ball", "agent_1"],
+            "own_group",
+            {"agent": ["agent_0", "agent_1"], "ball": ["ball"]},
+        ),
+        (["player_1", "player_2"], "own_group", {"player": ["player_1", "player_2"]}),
+    ],
+)
+def test_group_map_by_prefix(names, fallback, expected):
+    assert group_map_by_prefix(names, fallback=fallback) == expected
+
+
+def test_group_map_by_prefix_bad_fallback():
+    with pytest.raises(ValueError, match="fallback must be"):
+        group_map_by_prefix(["a_0"], fallback="nope")
+
+
+def test_resolve_group_map():
+    assert resolve_group_map(None, AGENTS) == {"agent": AGENTS}
+    assert resolve_group_map(
+        None, AGENTS, default=MarlGroupMapType.ONE_GROUP_PER_AGENT.get_group_map
+    ) == {a: [a] for a in AGENTS}
+    custom = {"x": ("agent_0",), "y": ("agent_1", "agent_2")}
+    resolved = resolve_group_map(custom, AGENTS)
+    assert resolved == {"x": ["agent_0"], "y": ["agent_1", "agent_2"]}
+    assert resolve_group_map(MarlGroupMapType.ALL_IN_ONE_GROUP, AGENTS) == {"agents": AGENTS}
+
+
+@pytest.mark.parametrize(
+    "group_map, error, match",
+    [
+        ("agents", TypeError, "group_map must be None"),
+        ({1: AGENTS}, TypeError, "group names must be strings"),
+        ({"a": ["agent_0", "agent_1"]}, ValueError, "'agent_2' is in no group"),
+    ],
+)
+def test_resolve_group_map_errors(group_map, error, match):
+    with pytest.raises(error, match=match):
+        resolve_group_map(group_map, AGENTS)
+
+
+def test_group_map_by_prefix_lone_agent_as_agents():
+    names = ["agent_0", "agent_1"]
+    assert group_map_by_prefix(names) == {"agent": names}
+    assert group_map_by_prefix(names, lone_agent_as_agents=True) == {"agents": names}
+    mixed = ["agent_0", "adversary_0"]
+    assert group_map_by_prefix(mixed, lone_agent_as_agents=True) == {
+        "agent": ["agent_0"],
+        "adversary": ["adversary_0"],
+    }

@@ -119,3 +119,37 @@ def test_env_step_mdp_matches_public_step_mdp():
     assert set(fast.keys(True, True)) == set(slow.keys(True, True))
     for key in fast.keys(True, True):
         assert torch.equal(fast[key], slow[key])
+
+
+def test_step_mdp_heterogeneous_lazy_group():
+    """Groups of agents whose entries differ in shape (lazy stacks) go through step_mdp."""
+    from tensordict import LazyStackedTensorDict, TensorDict
+
+    def group(sizes, extra):
+        return LazyStackedTensorDict(
+            *[
+                TensorDict(
+                    {
+                        "observation": torch.full((2, s), float(extra)),
+                        **({"reward": torch.zeros(2, 1)} if extra else {}),
+                    },
+                    (2,),
+                )
+                for s in sizes
+            ],
+            stack_dim=1,
+        )
+
+    td = TensorDict(
+        {
+            "agents": group([3, 4], 0),
+            "next": {"agents": group([3, 4], 1), "done": torch.zeros(2, 1, dtype=torch.bool)},
+        },
+        batch_size=(2,),
+    )
+    out = step_mdp(td, keep_other=True, reward_keys=[("agents", "reward")])
+    agents = out.get("agents")
+    assert isinstance(agents, LazyStackedTensorDict)
+    assert [m["observation"].shape[-1] for m in agents.tensordicts] == [3, 4]
+    assert all((m["observation"] == 1).all() for m in agents.tensordicts)
+    assert all("reward" not in m for m in agents.tensordicts)

@@ -75,11 +75,15 @@ class FakeSite:
         *,
         entry_points: dict[str, str] | None = None,
         modules: dict[str, str] | None = None,
+        requires: tuple[str, ...] = (),
     ) -> Path:
         """Install distribution ``name`` ``version`` with ``torchenv`` entry points and modules."""
         info = self.root / f"{name.replace('-', '_')}-{version}.dist-info"
         info.mkdir()
-        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+        requires_lines = "".join(f"Requires-Dist: {r}\n" for r in requires)
+        (info / "METADATA").write_text(
+            f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n{requires_lines}"
+        )
         if entry_points:
             lines = "".join(f"{k} = {v}\n" for k, v in entry_points.items())
             (info / "entry_points.txt").write_text(f"[torchenv]\n{lines}")
@@ -105,6 +109,7 @@ class FakeSite:
         aliases: tuple[str, ...] = (),
         extras: tuple[str, ...] = (),
         entry_point: str | None = None,
+        requires: tuple[str, ...] = (),
     ) -> str:
         """Install a working plugin distribution for ``backend``; return its hook module name."""
         dist = dist or f"torchenv-{backend}"
@@ -121,7 +126,11 @@ class FakeSite:
             extras=tuple(extras),
         )
         self.dist(
-            dist, version, entry_points={entry_point or backend: module}, modules={module: source}
+            dist,
+            version,
+            entry_points={entry_point or backend: module},
+            modules={module: source},
+            requires=requires,
         )
         return module
 

@@ -178,3 +178,18 @@ def test_in_process_plugin_registration():
         registry.unregister_plugin("tevmem-plugin")
     with pytest.raises(UnknownBackendError):
         registry.list_envs("tevmem")
+
+
+def test_plugin_built_for_another_core_is_reported_with_the_fix(site):
+    site.plugin("tevnewcore", version="2.0.0", requires=("torchenv>=99,<100", "numpy"))
+    info = _info("tevnewcore")
+    assert info.status == "incompatible core" and not info.ok
+    assert "needs torchenv<100,>=99" in info.reason and "torchenv 0." in info.reason
+    assert info.hint == 'pip install --upgrade torchenv-tevnewcore "torchenv<100,>=99"'
+    with pytest.raises(BackendUnavailableError, match="incompatible core|needs torchenv"):
+        registry.make("tevnewcore:Alpha-v0")
+
+
+def test_plugin_whose_core_range_holds_is_ok(site):
+    site.plugin("tevgoodcore", requires=("torchenv>=0.1,<1",))
+    assert _info("tevgoodcore").ok

@@ -188,3 +188,24 @@ def test_num_intervals_length_must_match_action():
     env = TransformedEnv(BoxActionEnv(()), ActionDiscretizer([3, 4]))
     with pytest.raises(ValueError, match="one entry per element"):
         _ = env.action_spec
+
+
+def test_sampling_strategy_enum_as_torchrl():
+    from torchenv.envs import PendulumEnv
+    from torchenv.transforms import ActionDiscretizer, TransformedEnv
+
+    strategy = ActionDiscretizer.SamplingStrategy
+    assert [s.name for s in strategy] == ["MEDIAN", "LOW", "HIGH", "RANDOM"]
+    assert [int(s) for s in strategy] == [0, 1, 2, 3]
+    for given, expected in [(strategy.LOW, -2.0), (strategy.HIGH, -1.2), ("median", -1.6)]:
+        t = ActionDiscretizer(5, sampling=given)
+        env = TransformedEnv(PendulumEnv(), t)
+        out = env.transform.inv(env.rand_action().set("action", torch.tensor(0)))
+        assert out["action"].item() == pytest.approx(expected)
+    t = ActionDiscretizer(5, sampling=strategy.RANDOM)
+    env = TransformedEnv(PendulumEnv(), t)
+    values = [
+        env.transform.inv(env.rand_action().set("action", torch.tensor(0)))["action"].item()
+        for _ in range(20)
+    ]
+    assert all(-2.0 <= v <= -1.2 for v in values) and len(set(values)) > 1

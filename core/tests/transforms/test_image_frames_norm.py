@@ -9,7 +9,7 @@ from torchenv_transforms_helpers import CountingEnv
 
 from torchenv.envs import check_env_specs, step_mdp
 from torchenv.envs.builtin import CartPoleEnv, PendulumEnv
-from torchenv.specs import Bounded
+from torchenv.specs import Bounded, Unbounded
 from torchenv.transforms import (
     CatFrames,
     CenterCrop,
@@ -108,8 +108,10 @@ def test_unsqueeze_and_squeeze_with_inverse():
     assert env.reward_spec.shape == torch.Size([])
     out = SqueezeTransform(-1, in_keys=["x"])(TensorDict(x=torch.zeros(2, 1)))
     assert out["x"].shape == torch.Size([2])
-    with pytest.raises(ValueError, match="size 1"):
-        SqueezeTransform(-1, in_keys=["x"])(TensorDict(x=torch.zeros(2, 2)))
+    # TorchRL (and torch.squeeze): a dim that is not of size 1 is left alone, data and spec
+    kept = SqueezeTransform(-1, in_keys=["x"])
+    assert kept(TensorDict(x=torch.zeros(2, 2)))["x"].shape == torch.Size([2, 2])
+    assert kept._forward_spec(Unbounded((3, 2))).shape == torch.Size([3, 2])
 
 
 # ----------------------------------------------------------------------------- frames

@@ -217,3 +217,69 @@ def test_traj_counter_gives_new_ids_at_each_reset():
     td = batched.reset()
     td["_reset"] = torch.tensor([[False], [True]])
     assert batched.reset(td)["traj_count"].squeeze(-1).tolist() == [2, 4]
+
+
+# ----------------------------------------------------------------------------- TerminateTransform
+def test_terminate_transform_ends_the_rollout_when_the_predicate_holds():
+    from torchenv.transforms import TerminateTransform
+
+    env = TransformedEnv(
+        CountingEnv(), TerminateTransform(lambda td: (td["observation"] >= 3).all())
+    )
+    check_env_specs(env)
+    rollout = env.rollout(20)
+    assert rollout.shape == (3,)
+    assert rollout["next", "terminated"][-1].all() and rollout["next", "done"][-1].all()
+    assert not rollout["next", "terminated"][:-1].any()
+    assert not rollout["next", "truncated"].any()
+
+
+def test_terminate_transform_write_done_false_leaves_done_alone():
+    from torchenv.transforms import TerminateTransform
+
+    env = TransformedEnv(
+        CountingEnv(),
+        TerminateTransform(lambda td: (td["observation"] >= 1).all(), write_done=False),
+    )
+    td = env.step(env.reset().set("action", torch.ones(1, dtype=torch.float64)))
+    assert td["next", "terminated"].all() and not td["next", "done"].any()
+
+
+def test_terminate_transform_refuses_a_non_callable():
+    from torchenv.transforms import TerminateTransform
+
+    with pytest.raises(ValueError, match="callable"):
+        TerminateTransform(3)
+
+
+# ----------------------------------------------------------------------------- SuccessReward
+def test_success_reward_standalone_and_bounded_spec():
+    from torchenv.transforms import SuccessReward
+
+    td = TensorDict(success=torch.tensor([[True], [False]]), batch_size=[2])
+    out = SuccessReward(scale=-2.0)(td)
+    assert out["reward"].squeeze(-1).tolist() == [-2.0, 0.0]
+    env = TransformedEnv(PendulumEnv(), SuccessReward("done", scale=3.0))
+    spec = env.reward_spec
+    assert isinstance(spec, Bounded)
+    assert spec.space.low.item() == 0.0 and spec.space.high.item() == 3.0
+    rollout = env.rollout(3)
+    assert set(rollout["next", "reward"].unique().tolist()) <= {0.0, 3.0}
+
+
+def test_success_reward_names_a_missing_success_key():
+    from torchenv.transforms import SuccessReward
+
+    env = TransformedEnv(PendulumEnv(), SuccessReward("goal", reward_key="bonus"))
+    with pytest.raises(KeyError, match="goal"):
+        _ = env.reward_spec
+
+
+# ----------------------------------------------------------------------------- PinMemoryTransform
+def test_pin_memory_transform_passes_data_through_without_cuda():
+    from torchenv.transforms import PinMemoryTransform
+
+    env = TransformedEnv(PendulumEnv(), PinMemoryTransform())
+    rollout = env.rollout(3)
+    assert rollout.shape == (3,)
+    assert rollout["next", "th"].is_pinned() == torch.cuda.is_available()

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import torch
 
+from torchenv.spaces import make_reader, make_writer
 from torchenv.specs import Binary, Bounded, Categorical, Composite, OneHot, Unbounded
 from torchenv_gym import gym_space_to_spec, register_gym_spec_conversion
-from torchenv_gym._codec import make_reader, make_writer
 from torchenv_gym._toy_envs import LIB, spaces
 
 
@@ -147,7 +147,7 @@ def test_register_custom_conversion_by_class_and_by_name():
     try:
         assert gym_space_to_spec(space).shape == (7,)
     finally:
-        from torchenv_gym._spaces import _REGISTRY
+        from torchenv.spaces._convert import _REGISTRY
 
         _REGISTRY.pop(Weird)
 

@@ -9,6 +9,13 @@ from torchenv.batched._creator import EnvCreator
 from torchenv.batched._parallel import ParallelEnv
 from torchenv.batched._ray import RayParallelEnv
 from torchenv.batched._serial import SerialEnv
-from torchenv.batched._worker import WorkerError
+from torchenv.batched._worker import EnvClosedError, WorkerError
 
-__all__ = ["EnvCreator", "ParallelEnv", "RayParallelEnv", "SerialEnv", "WorkerError"]
+__all__ = [
+    "EnvClosedError",
+    "EnvCreator",
+    "ParallelEnv",
+    "RayParallelEnv",
+    "SerialEnv",
+    "WorkerError",
+]

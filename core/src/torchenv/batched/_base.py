@@ -55,6 +55,18 @@ def _stack_specs(specs: list[Composite]) -> Composite:
         ) from err
 
 
+def closed_error(env: BatchedEnvBase, generation: int, err: BaseException) -> None:
+    """Raise :class:`EnvClosedError` (from ``err``) when ``env`` was closed since ``generation``:
+    a call that failed because another thread closed the env says so, whatever broke first."""
+    if isinstance(err, (W.EnvClosedError, W.WorkerError)):
+        return
+    if env.__dict__.get("_generation") != generation:
+        raise W.EnvClosedError(
+            f"{type(env).__name__} was closed (from another thread?) during the call; "
+            "reset() starts new sub-environments"
+        ) from err
+
+
 def _tuple(key: Any) -> tuple:
     return key if isinstance(key, tuple) else (key,)
 
@@ -105,6 +117,14 @@ class BatchedEnvBase(EnvBase):
         use_buffers: move data through preallocated buffers laid out from the specs. Default:
             ``True`` unless a sub-env has dynamic specs or non-tensor entries (then data is
             sent as TensorDicts and outputs are lazily stacked).
+        timeout: seconds a worker may take to answer one command before it is declared hung
+            and a :class:`~torchenv.batched.WorkerError` is raised (``ParallelEnv``; a
+            ``SerialEnv`` runs in this process and cannot be interrupted). Default: the
+            ``TORCHENV_BATCHED_TIMEOUT`` environment variable, else 600.
+
+    Closing: :meth:`close` may be called from another thread; an operation in flight, and any
+    ``step`` after it, then raises :class:`~torchenv.batched.EnvClosedError`, while
+    :meth:`reset` (or :meth:`start`) starts new sub-environments.
     """
 
     _needs_shared_buffers = False  # ParallelEnv: its buffers must be shared with the workers
@@ -126,9 +146,14 @@ class BatchedEnvBase(EnvBase):
         non_blocking: bool = True,
         mp_start_method: str | None = None,
         use_buffers: bool | None = None,
+        timeout: float | None = None,
     ) -> None:
-        if not isinstance(num_workers, int) or num_workers < 1:
+        if not isinstance(num_workers, int) or isinstance(num_workers, bool) or num_workers < 1:
             raise ValueError(f"num_workers must be a positive int; got {num_workers!r}.")
+        if timeout is not None and (
+            isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0
+        ):
+            raise ValueError(f"timeout must be a positive number of seconds; got {timeout!r}.")
         if create_env_fn is None:
             raise TypeError("create_env_fn is required (a callable or a list of callables).")
         fns = _as_list(create_env_fn, num_workers, "create_env_fn")
@@ -170,10 +195,14 @@ class BatchedEnvBase(EnvBase):
         d["serial_for_single"] = serial_for_single
         d["non_blocking"] = non_blocking
         d["mp_start_method"] = mp_start_method
+        d["timeout"] = timeout
+        d["_generation"] = 0  # bumped by close(): operations in flight then fail as closed
+        d["_closed_after_start"] = False
         d["_metas"] = metas
         d["_sub_device"] = sub_device
         d["_worker_batch"] = [m["batch_size"] for m in metas]
         d["_started"] = False
+        d["_root_stale"] = set()  # workers that stepped since their root rows were written
         d["_env_str"] = metas[0]["env_str"]
         d["_needs_cast"] = out_device is not None and out_device != sub_device
 
@@ -282,8 +311,10 @@ class BatchedEnvBase(EnvBase):
         if self.__dict__["_started"]:
             return
         self.__dict__["_cache"].pop("batched_root_plan", None)  # it holds buffer views
+        self.__dict__["_root_stale"] = set()
         self._start()
         self.__dict__["_started"] = True
+        self.__dict__["_closed_after_start"] = False
         self.is_closed = False
 
     def _start(self) -> None:
@@ -301,16 +332,28 @@ class BatchedEnvBase(EnvBase):
         if self.is_closed and raise_if_closed:
             raise RuntimeError(f"{type(self).__name__} is already closed.")
         d = self.__dict__
+        started = d.get("_started")
+        d["_generation"] = d.get("_generation", 0) + 1
+        d["_started"] = False  # first: another thread stepping now sees a closed env
         try:
-            if d.get("_started"):
+            if started:
+                d["_closed_after_start"] = True
                 self._shutdown()
         finally:
-            d["_started"] = False
             self.is_closed = True
 
     def _ensure_started(self) -> None:
         if not self.__dict__["_started"]:
             self.start()
+
+    def _start_for_step(self) -> None:
+        """Start before a first step; refuse to restart silently after :meth:`close`."""
+        if self.__dict__.get("_closed_after_start"):
+            raise W.EnvClosedError(
+                f"{type(self).__name__} is closed (close() was called, maybe from another "
+                "thread): call reset() to start new sub-environments before stepping."
+            )
+        self.start()
 
     def update_kwargs(self, kwargs: dict | Sequence[dict]) -> None:
         """Update the keyword arguments of the env factories (used when workers next start)."""
@@ -408,7 +451,7 @@ class BatchedEnvBase(EnvBase):
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
         d = self.__dict__
         if not d["_started"]:
-            self.start()
+            self._start_for_step()
         if type(tensordict) is TensorDict:
             partial = tensordict._tensordict.get("_step")
         else:
@@ -424,6 +467,7 @@ class BatchedEnvBase(EnvBase):
         else:
             groups["in"].write(tensordict, workers)
         self._dispatch(W.OP_STEP, workers)
+        d["_root_stale"].update(workers)
         out = groups["next"].snapshot(d["_batch_size"], d["_worker_batch"])
         if partial is not None and len(workers) < n:
             out = self._fill_skipped(out, tensordict, workers)
@@ -475,6 +519,7 @@ class BatchedEnvBase(EnvBase):
                             skipped.set(key, value.clone())
                     full.append(skipped)
             outs = full
+        self.__dict__["_last_outputs"] = outs  # what a later partial reset leaves in place
         return LazyStackedTensorDict.maybe_dense_stack(outs, 0)
 
     # ------------------------------------------------------------------ reset
@@ -509,7 +554,29 @@ class BatchedEnvBase(EnvBase):
                 self._groups["in"].write(tensordict, workers)
         if workers:
             self._dispatch(W.OP_RESET, workers, [(keys, per_worker[i]) for i in workers])
-        return self._cast(self._snapshot("root"))
+        out = self._snapshot("root")
+        stale = self.__dict__["_root_stale"]
+        stale.difference_update(workers)
+        if stale:
+            out = self._refresh_stale_rows(out, sorted(stale))
+        return self._cast(out)
+
+    def _refresh_stale_rows(self, out: TensorDictBase, workers: list[int]) -> TensorDictBase:
+        """The rows of ``workers`` (not reset, but stepped since their root rows were written)
+        from the next buffer, where the data of their last step is: a partial reset returns
+        the current data of what it leaves alone (transforms such as ``ActionMask`` read it)."""
+        nxt = self._groups["next"].snapshot(self.batch_size, self._worker_batch, workers)
+        if isinstance(out, LazyStackedTensorDict):
+            keys = list(out.tensordicts[workers[0]].keys(True, True))
+            for sub, i in zip(nxt.unbind(0), workers):
+                out.tensordicts[i].update(sub.select(*keys, strict=False))
+            return out
+        idx = torch.as_tensor(workers, dtype=torch.long)
+        for key in out.keys(True, True):
+            value = nxt.get(key, None)
+            if value is not None:
+                out.get(key)[idx] = value
+        return out
 
     @property
     def _nested_reset(self) -> bool:
@@ -532,18 +599,23 @@ class BatchedEnvBase(EnvBase):
         if len(workers) < n:
             # workers not reset: their values come from ``tensordict`` (merged by EnvBase.reset)
             template = outs[0] if outs else None
+            keys = None if template is None else list(template.keys(True, True))
+            last = self.__dict__.get("_last_outputs")
             full, it, chosen = [], iter(outs), set(workers)
             for i in range(n):
                 if i in chosen:
                     full.append(next(it))
-                else:
-                    prev = subs[i].exclude(*self.reset_keys, *self.action_keys)
-                    full.append(
-                        prev
-                        if template is None
-                        else prev.select(*template.keys(True, True), strict=False)
-                    )
+                    continue
+                prev = subs[i].exclude(*self.reset_keys, *self.action_keys)
+                if keys is not None:
+                    prev = prev.select(*keys, strict=False)
+                    if last is not None and len(list(prev.keys(True, True))) < len(keys):
+                        # the input was cut to its reset entries (maybe_reset): the worker's
+                        # current data is its last output
+                        prev = last[i].select(*keys, strict=False)
+                full.append(prev)
             outs = full
+        self.__dict__["_last_outputs"] = outs
         return LazyStackedTensorDict.maybe_dense_stack(outs, 0)
 
     # ------------------------------------------------------------------ step_and_maybe_reset
@@ -561,10 +633,16 @@ class BatchedEnvBase(EnvBase):
         if not d["_use_buffers"] or "_step" in keys:
             return super().step_and_maybe_reset(tensordict)
         if not d["_started"]:
-            self.start()
+            self._start_for_step()
         batch_size = d["_batch_size"]
+        plan = d["_cache"].get("plan") or self._plan
         if tensordict.batch_size != batch_size:
-            self._check_batch(tensordict, self._plan)
+            self._check_batch(tensordict, plan)
+        # the checks of ``step`` (the buffers would otherwise keep the last step's action, or
+        # broadcast / cast whatever comes): one look per action key when all is well
+        type_checks = d["_run_type_checks"]
+        if type_checks or not plan.actions_ok(tensordict):
+            plan.check_actions(self, tensordict, type_checks)
         groups = d["_groups"]
         if torch.is_grad_enabled():
             with torch.no_grad():
@@ -572,6 +650,9 @@ class BatchedEnvBase(EnvBase):
         else:
             groups["in"].write(tensordict)
         written = self._dispatch(W.OP_STEP_AND_MAYBE_RESET, d["_all_workers"])
+        stale = d["_root_stale"]
+        stale.update(d["_all_workers"])
+        stale.difference_update(written)
         nxt = groups["next"].snapshot(batch_size, d["_worker_batch"])
         root = self._root_after_step(nxt, tensordict, written)
         if d["_needs_cast"]:

@@ -54,12 +54,13 @@ from typing import Any
 import torch
 
 from torchenv.batched import _worker as W
+from torchenv.batched._interrupts import deferred_sigint
 from torchenv.batched._shared import BufferGroup, FlatBuffer
 
 __all__ = ["WorkerPool", "default_start_method"]
 
 _SLICE = 0.1  # seconds between liveness checks while waiting on a worker
-_TIMEOUT = float(os.environ.get("TORCHENV_BATCHED_TIMEOUT", "600"))  # a hung step, in seconds
+_TIMEOUT = float(os.environ.get("TORCHENV_BATCHED_TIMEOUT", "600"))  # default for a hung step, s
 _SHUTDOWN_TIMEOUT = 10.0  # grace period for a worker to close its env
 
 _LIVE_POOLS: set = set()  # finalizers of the pools still open, closed at interpreter exit
@@ -93,17 +94,31 @@ class _State:
         self.conns: list = []
         self.ctl: memoryview | None = None
         self.buffer: FlatBuffer | None = None
+        self.hung: set[int] = set()  # workers declared hung: no grace period at shutdown
 
 
 def _shutdown(state: _State, finalizer_ref: list) -> None:
+    """Stop the workers and free what they share. Ctrl-C meanwhile is held back until the end
+    (see :mod:`torchenv.batched._interrupts`) and cuts the graceful wait short."""
+    with deferred_sigint() as interrupted:
+        _shutdown_now(state, finalizer_ref, interrupted)
+
+
+def _shutdown_now(state: _State, finalizer_ref: list, interrupted: list) -> None:
     procs, ctl = state.procs, state.ctl
     for i, proc in enumerate(procs):
-        if proc.is_alive() and ctl is not None:
+        if proc.pid is not None and proc.is_alive() and ctl is not None:
             ctl[2 * i] = W.OP_CLOSE
             state.gos[i].release()
     deadline = time.monotonic() + _SHUTDOWN_TIMEOUT
-    for proc in procs:
-        proc.join(max(0.0, deadline - time.monotonic()))
+    for i, proc in enumerate(procs):
+        if i in state.hung:
+            continue
+        while proc.pid is not None and not interrupted and time.monotonic() < deadline:
+            proc.join(min(_SLICE, max(0.0, deadline - time.monotonic())))
+            if proc.exitcode is not None:
+                break
+    procs = [proc for proc in procs if proc.pid is not None]  # never started: nothing to stop
     for proc in procs:
         if proc.is_alive():
             proc.terminate()
@@ -139,6 +154,8 @@ class WorkerPool:
         start_method: multiprocessing start method.
         num_sub_threads: torch threads in each worker.
         memmap: buffers in a memory-mapped file rather than in shared memory.
+        timeout: seconds a command may take before the worker is declared hung
+            (:class:`WorkerError`); default ``TORCHENV_BATCHED_TIMEOUT``, else 600.
     """
 
     def __init__(
@@ -150,8 +167,10 @@ class WorkerPool:
         start_method: str,
         num_sub_threads: int | None = 1,
         memmap: bool = False,
+        timeout: float | None = None,
     ) -> None:
         self.num_workers = len(create_env_fns)
+        self.timeout = float(timeout) if timeout is not None else _TIMEOUT
         self.groups = groups
         self.broken: str | None = None
         state = self._state = _State()
@@ -185,33 +204,18 @@ class WorkerPool:
         state.shared_sems = [left, all_done]  # kept: spawned workers open them by name
         parent_pid = os.getpid()
         try:
-            for i in range(self.num_workers):
-                go, done = ctx.Semaphore(0), ctx.Semaphore(0)
-                parent_conn, child_conn = ctx.Pipe(duplex=True)
-                proc = ctx.Process(
-                    target=W.worker_main,
-                    name=f"torchenv-worker-{i}",
-                    args=(
-                        i,
-                        create_env_fns[i],
-                        create_env_kwargs[i],
-                        buffer,
-                        groups,
-                        ctl_offset,
-                        go,
-                        (done, left, all_done),
-                        child_conn,
-                        parent_pid,
-                        num_sub_threads,
-                    ),
-                    daemon=False,  # a worker may start processes of its own
+            # Ctrl-C waits until every worker started is recorded (and is then raised here)
+            with deferred_sigint():
+                self._spawn(
+                    ctx,
+                    create_env_fns,
+                    create_env_kwargs,
+                    buffer,
+                    groups,
+                    ctl_offset,
+                    parent_pid,
+                    num_sub_threads,
                 )
-                proc.start()
-                child_conn.close()
-                state.procs.append(proc)
-                state.gos.append(go)
-                state.dones.append(done)
-                state.conns.append(parent_conn)
         except BaseException:
             self.close()
             raise
@@ -226,6 +230,50 @@ class WorkerPool:
         self._count_down = left.release
         self._all_done = all_done.acquire
         self.conns = state.conns
+
+    def _spawn(
+        self,
+        ctx,
+        create_env_fns,
+        create_env_kwargs,
+        buffer,
+        groups,
+        ctl_offset,
+        parent_pid,
+        num_sub_threads,
+    ) -> None:
+        state = self._state
+        left, all_done = state.shared_sems
+        for i in range(self.num_workers):
+            go, done = ctx.Semaphore(0), ctx.Semaphore(0)
+            parent_conn, child_conn = ctx.Pipe(duplex=True)
+            proc = ctx.Process(
+                target=W.worker_main,
+                name=f"torchenv-worker-{i}",
+                args=(
+                    i,
+                    create_env_fns[i],
+                    create_env_kwargs[i],
+                    buffer,
+                    groups,
+                    ctl_offset,
+                    go,
+                    (done, left, all_done),
+                    child_conn,
+                    parent_pid,
+                    num_sub_threads,
+                ),
+                daemon=False,  # a worker may start processes of its own
+            )
+            # recorded before it starts: a failure from here on still stops and closes it
+            state.procs.append(proc)
+            state.gos.append(go)
+            state.dones.append(done)
+            state.conns.append(parent_conn)
+            try:
+                proc.start()
+            finally:
+                child_conn.close()
 
     @property
     def pids(self) -> list[int]:
@@ -255,6 +303,32 @@ class WorkerPool:
         """
         if self.broken is not None:
             raise RuntimeError(f"this ParallelEnv can no longer be used: {self.broken}")
+        try:
+            return self._run(op, workers, args, reply)
+        except (ValueError, OSError, EOFError, AttributeError, TypeError) as err:
+            # a pipe or process closed under our feet: by close() from another thread, or
+            # because a worker died while idle (its end of the pipe went with it)
+            if self.closed:
+                raise W.EnvClosedError(
+                    f"the ParallelEnv was closed (from another thread?) during "
+                    f"{W.op_name(op)}; reset() starts new sub-environments"
+                ) from err
+            deadline = time.monotonic() + 1.0  # a worker that just died: until it is reaped
+            while True:
+                for i in workers:
+                    if self.procs[i].exitcode is not None:
+                        self._check_alive(i, op, time.monotonic())
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
+
+    def _run(
+        self,
+        op: int,
+        workers: Sequence[int],
+        args: Sequence[Any] | None,
+        reply: bool,
+    ) -> list | None:
         if not reply:
             if op not in W.COUNTED_OPS:  # pragma: no cover - internal misuse
                 raise RuntimeError(f"{W.op_name(op)} answers on its pipe: pass reply=True")
@@ -348,18 +422,28 @@ class WorkerPool:
             self._check_alive(i, op, start)
 
     def _check_alive(self, i: int, op: int, start: float) -> None:
+        """Raise :class:`WorkerError` if worker ``i`` died or has run ``op`` for longer than
+        the timeout since ``start``; :class:`EnvClosedError` if the pool was closed meanwhile."""
+        if self.closed:
+            raise W.EnvClosedError(
+                f"the ParallelEnv was closed (from another thread?) during {W.op_name(op)}; "
+                "reset() starts new sub-environments"
+            )
         proc = self.procs[i]
         if not proc.is_alive():
             code = proc.exitcode
-            how = f"exit code {code}"
+            how, sig = f"exit code {code}", None
             if code is not None and code < 0:
                 with contextlib.suppress(ValueError):
-                    how = f"killed by {signal.Signals(-code).name}"
+                    sig = signal.Signals(-code).name
+                    how = f"killed by {sig}"
             self.broken = f"worker {i} (pid {proc.pid}) died ({how}) during {W.op_name(op)}"
-            raise W.WorkerError(self.broken, i)
-        if time.monotonic() - start > _TIMEOUT:
+            raise W.WorkerError(self.broken, i, pid=proc.pid, signal=sig, exitcode=code)
+        if self.ctl[2 * i] and time.monotonic() - start > self.timeout:  # still busy
             self.broken = (
                 f"worker {i} (pid {proc.pid}) did not answer {W.op_name(op)} within "
-                f"{_TIMEOUT:.0f} s (TORCHENV_BATCHED_TIMEOUT)"
+                f"{self.timeout:g} s (the batched env's timeout= argument, default "
+                "TORCHENV_BATCHED_TIMEOUT or 600 s)"
             )
-            raise W.WorkerError(self.broken, i)
+            self._state.hung.add(i)
+            raise W.WorkerError(self.broken, i, pid=proc.pid)

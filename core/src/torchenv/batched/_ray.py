@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import os
 import socket
+import time
 import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -27,6 +28,7 @@ from tensordict import LazyStackedTensorDict, TensorDictBase
 
 from torchenv.batched import _worker as W
 from torchenv.batched._base import BatchedEnvBase
+from torchenv.batched._interrupts import deferred_sigint
 from torchenv.batched._parallel import _without_grad
 from torchenv.batched._ray_actor import RemoteWorker, as_arrays, copy_arrays
 from torchenv.batched._shared import build_td
@@ -68,25 +70,30 @@ def _check_reachable(address: str | None) -> None:
         raise ConnectionError(f"nothing answers at {address} ({err})") from err
 
 
-def _kill_actors(actors: list, close_first: bool) -> None:
-    """Ask the actors to close their envs (bounded wait), then kill them. Idempotent."""
+def _kill_actors(actors: list, close_first: bool, hung: frozenset = frozenset()) -> None:
+    """Ask the actors to close their envs (bounded wait; not the ``hung`` ones, whose queue is
+    blocked), then kill them. Idempotent. Ctrl-C meanwhile is held back until every actor is
+    killed (see :mod:`torchenv.batched._interrupts`) and cuts the graceful wait short."""
     if not actors:
         return
-    ray = _import_ray()
-    handles, actors[:] = list(actors), []
-    if not ray.is_initialized():  # Ray shut down already: its actors went with it
-        return
-    if close_first:
-        refs = [a.close.remote() for a in handles]
-        try:
-            ray.wait(refs, num_returns=len(refs), timeout=_CLOSE_TIMEOUT)
-        except Exception:  # noqa: S110 - a dead actor cannot close; it is killed below anyway
-            pass
-    for actor in handles:
-        try:
-            ray.kill(actor, no_restart=True)
-        except Exception:  # noqa: S110 - already dead
-            pass
+    with deferred_sigint() as interrupted:
+        ray = _import_ray()
+        handles, actors[:] = list(actors), []
+        if not ray.is_initialized():  # Ray shut down already: its actors went with it
+            return
+        if close_first:
+            refs = [a.close.remote() for i, a in enumerate(handles) if i not in hung]
+            deadline = time.monotonic() + _CLOSE_TIMEOUT
+            try:
+                while refs and not interrupted and time.monotonic() < deadline:
+                    _, refs = ray.wait(refs, num_returns=len(refs), timeout=0.1)
+            except Exception:  # noqa: S110 - a dead actor cannot close; it is killed below
+                pass
+        for actor in handles:
+            try:
+                ray.kill(actor, no_restart=True)
+            except Exception:  # noqa: S110 - already dead
+                pass
 
 
 class RayParallelEnv(BatchedEnvBase):
@@ -154,9 +161,7 @@ class RayParallelEnv(BatchedEnvBase):
         for name, value in (("num_cpus", num_cpus), ("num_gpus", num_gpus)):
             if not isinstance(value, (int, float)) or value < 0:
                 raise ValueError(f"{name} must be a number >= 0; got {value!r}.")
-        if timeout is not None and not timeout > 0:
-            raise ValueError(f"timeout must be a positive number of seconds; got {timeout!r}.")
-        super().__init__(num_workers, create_env_fn, create_env_kwargs, **kwargs)
+        super().__init__(num_workers, create_env_fn, create_env_kwargs, timeout=timeout, **kwargs)
         d = self.__dict__
         d["address"] = address
         d["num_cpus"] = num_cpus
@@ -167,6 +172,7 @@ class RayParallelEnv(BatchedEnvBase):
         d["_actors"] = []
         d["_pids"] = []
         d["_broken"] = None
+        d["_hung"] = frozenset()  # workers that did not answer in time: killed without waiting
         d["_inflight"] = {}  # async mode: worker -> (ref, kind, input row)
 
     # ------------------------------------------------------------------ lifecycle
@@ -202,21 +208,23 @@ class RayParallelEnv(BatchedEnvBase):
         d["_actors"] = actors
         d["_finalizer"] = weakref.finalize(self, _kill_actors, actors, False)
         d["_broken"] = None
+        d["_hung"] = frozenset()
         d["_inflight"] = {}
         try:
-            for i in range(self.num_workers):
-                leaves = None
-                if groups is not None:
-                    leaves = {name: group.per_worker[i] for name, group in groups.items()}
-                actors.append(
-                    actor_cls.remote(
-                        i,
-                        self.create_env_fn[i],
-                        self.create_env_kwargs[i],
-                        leaves,
-                        self.num_sub_threads,
+            with deferred_sigint():  # every actor created is in ``actors``, which close() kills
+                for i in range(self.num_workers):
+                    leaves = None
+                    if groups is not None:
+                        leaves = {name: group.per_worker[i] for name, group in groups.items()}
+                    actors.append(
+                        actor_cls.remote(
+                            i,
+                            self.create_env_fn[i],
+                            self.create_env_kwargs[i],
+                            leaves,
+                            self.num_sub_threads,
+                        )
                     )
-                )
             d["_pids"] = self._gather(
                 [a.ready.remote() for a in actors], range(self.num_workers), "start"
             )
@@ -229,7 +237,7 @@ class RayParallelEnv(BatchedEnvBase):
         finalizer = d.pop("_finalizer", None)
         if finalizer is not None:
             finalizer.detach()
-        _kill_actors(d["_actors"], close_first=True)
+        _kill_actors(d["_actors"], close_first=True, hung=d["_hung"])
         d["_pids"] = []
         d["_inflight"] = {}
         d.pop("_rows", None)
@@ -249,7 +257,30 @@ class RayParallelEnv(BatchedEnvBase):
 
     # ------------------------------------------------------------------ commands
     def _gather(self, refs: list, workers: Sequence[int], what: Any) -> list:
-        """The values of ``refs`` (one per worker), or a ``WorkerError`` naming the worker."""
+        """The values of ``refs`` (one per worker), or a ``WorkerError`` naming the worker;
+        :class:`EnvClosedError` when the env was closed (by another thread) meanwhile."""
+        generation = self.__dict__["_generation"]
+        try:
+            return self._gather_now(refs, workers, what)
+        except Exception as err:
+            if self.__dict__["_generation"] != generation and not isinstance(
+                err, W.EnvClosedError
+            ):
+                raise W.EnvClosedError(
+                    f"the RayParallelEnv was closed (from another thread?) during "
+                    f"{self._what(what)}; reset() starts new sub-environments"
+                ) from err
+            raise
+
+    def _pid(self, i: int) -> int | None:
+        pids = self.__dict__["_pids"]
+        return pids[i] if i < len(pids) else None
+
+    def _where(self, i: int) -> str:
+        pid = self._pid(i)
+        return f"worker {i} (Ray actor" + (f", pid {pid})" if pid else ")")
+
+    def _gather_now(self, refs: list, workers: Sequence[int], what: Any) -> list:
         ray = _import_ray()
         timeout = self.timeout
         try:
@@ -258,11 +289,13 @@ class RayParallelEnv(BatchedEnvBase):
             ready, _ = ray.wait(refs, num_returns=len(refs), timeout=0)
             done = set(ready)
             late = [i for i, ref in zip(workers, refs) if ref not in done]
+            self.__dict__["_hung"] = frozenset(late)
             self._fail(
                 W.WorkerError(
-                    f"worker {late[0]} (Ray actor) did not answer {self._what(what)} within "
+                    f"{self._where(late[0])} did not answer {self._what(what)} within "
                     f"{timeout:g} s (timeout=...; $TORCHENV_BATCHED_TIMEOUT)",
                     late[0],
+                    pid=self._pid(late[0]),
                 )
             )
         except Exception:
@@ -271,16 +304,15 @@ class RayParallelEnv(BatchedEnvBase):
         if failed:
             infos = dict(zip(workers, answers))
             first = failed[0]
-            pids = self.__dict__["_pids"]
-            pid = pids[first] if first < len(pids) else None
             name, msg, text = infos[first][1]
-            where = f"worker {first} (Ray actor" + (f", pid {pid})" if pid else ")")
+            where = self._where(first)
             err = W.WorkerError(
                 f"{where} raised {name} during {self._what(what)}: {msg}\n\n"
                 f"Traceback in {where}:\n{text}",
                 first,
                 text,
                 name,
+                pid=self._pid(first),
             )
             if len(failed) > 1:
                 err.args = (err.args[0] + f"\n(workers {failed[1:]} failed too)",)
@@ -301,6 +333,7 @@ class RayParallelEnv(BatchedEnvBase):
                     i,
                     str(err),
                     type(err).__name__,
+                    pid=self._pid(i),
                 )
             )
         except ray.exceptions.RayError as err:
@@ -310,6 +343,7 @@ class RayParallelEnv(BatchedEnvBase):
                     i,
                     str(err),
                     type(err).__name__,
+                    pid=self._pid(i),
                 )
             )
 
@@ -341,6 +375,11 @@ class RayParallelEnv(BatchedEnvBase):
         self._check_usable()
         d = self.__dict__
         actors = d["_actors"]
+        if not actors:
+            raise W.EnvClosedError(
+                "the RayParallelEnv was closed (from another thread?); reset() starts new "
+                "sub-environments"
+            )
         rows = d.get("_rows")
         refs = []
         for n, i in enumerate(workers):
@@ -394,6 +433,8 @@ class RayParallelEnv(BatchedEnvBase):
 
         Collect the results with :meth:`async_step_recv`.
         """
+        if not self.__dict__["_started"]:
+            self._start_for_step()  # EnvClosedError after close(), as step
         self._async_send("step", tensordict, env_index)
 
     def async_reset_send(

@@ -2,14 +2,30 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from torchenv.batched import _worker as W
-from torchenv.batched._base import BatchedEnvBase
+from torchenv.batched._base import BatchedEnvBase, closed_error
 from torchenv.batched._worker import EnvRunner, _close_env
 
 __all__ = ["SerialEnv"]
+
+
+def _closed_guard(method: Callable) -> Callable:
+    """A call that fails because another thread closed the env raises ``EnvClosedError``."""
+
+    @functools.wraps(method)
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+        generation = self.__dict__["_generation"]
+        try:
+            return method(self, *args, **kwargs)
+        except Exception as err:
+            closed_error(self, generation, err)
+            raise
+
+    return wrapper
 
 
 class SerialEnv(BatchedEnvBase):
@@ -79,7 +95,12 @@ class SerialEnv(BatchedEnvBase):
         args: Sequence[Any] | None = None,
         reply: bool = False,
     ) -> list | None:
-        runners = self.__dict__["_runners"]
+        runners = self.__dict__.get("_runners")
+        if runners is None:
+            raise W.EnvClosedError(
+                "the SerialEnv was closed (from another thread?); reset() starts new "
+                "sub-environments"
+            )
         out, flagged = [], []
         for n, i in enumerate(workers):
             runner = runners[i]
@@ -106,3 +127,15 @@ class SerialEnv(BatchedEnvBase):
             else:  # pragma: no cover - internal misuse
                 raise RuntimeError(f"unknown opcode {op}")
         return out if reply else flagged
+
+    @_closed_guard
+    def _step(self, tensordict):
+        return super()._step(tensordict)
+
+    @_closed_guard
+    def _reset(self, tensordict, **kwargs):
+        return super()._reset(tensordict, **kwargs)
+
+    @_closed_guard
+    def step_and_maybe_reset(self, tensordict):
+        return super().step_and_maybe_reset(tensordict)

@@ -42,7 +42,7 @@ from tensordict import TensorDict, TensorDictBase
 
 from torchenv.batched._shared import Key, build_td, write_row
 
-__all__ = ["CallableMarker", "EnvRunner", "WorkerError", "worker_main"]
+__all__ = ["CallableMarker", "EnvClosedError", "EnvRunner", "WorkerError", "worker_main"]
 
 # opcodes (control block slot ``2 * index``)
 OP_STEP = 1
@@ -95,15 +95,33 @@ class WorkerError(RuntimeError):
         worker_index: index of the sub-environment.
         worker_traceback: the traceback text from the worker (empty when it died).
         exc_type: name of the exception type raised in the worker (empty when it died).
+        pid: the worker's process id (``None`` for in-process sub-environments).
+        signal: the name of the signal that killed the worker (``"SIGKILL"``), or ``None``.
+        exitcode: the worker's exit code when it died, else ``None``.
     """
 
     def __init__(
-        self, message: str, worker_index: int, worker_traceback: str = "", exc_type: str = ""
+        self,
+        message: str,
+        worker_index: int,
+        worker_traceback: str = "",
+        exc_type: str = "",
+        *,
+        pid: int | None = None,
+        signal: str | None = None,
+        exitcode: int | None = None,
     ) -> None:
         super().__init__(message)
         self.worker_index = worker_index
         self.worker_traceback = worker_traceback
         self.exc_type = exc_type
+        self.pid = pid
+        self.signal = signal
+        self.exitcode = exitcode
+
+
+class EnvClosedError(RuntimeError):
+    """A batched env was used after, or while, being closed (e.g. from another thread)."""
 
 
 def describe_exception(err: BaseException) -> tuple[str, str, str]:
@@ -125,6 +143,7 @@ def make_worker_error(index: int, pid: int | None, op: int, info: tuple[str, str
         index,
         text,
         name,
+        pid=pid,
     )
 
 
@@ -362,6 +381,7 @@ def worker_main(
     done, left, all_done = signals
 
     def finish(op: int) -> None:
+        ctl[op_slot] = 0  # idle again: the parent tells a hung worker from one that answered
         if op in COUNTED_OPS:
             if not left.acquire(False):  # the last of the workers sent this command
                 all_done.release()

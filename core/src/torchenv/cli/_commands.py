@@ -152,13 +152,16 @@ def _nested(key: Any) -> tuple[str, ...]:
 
 
 def cmd_rollout(args: argparse.Namespace) -> int:
-    """Make an env, seed it, roll it out with random actions and summarise what came back."""
+    """Make an env, seed it, run ``--steps`` random steps (resetting as needed) and summarise."""
     env = _make(args)
     try:
         if args.seed is not None:
             env.set_seed(args.seed)
-        with progress(f"rolling out {args.name}"):
-            data = env.rollout(args.steps)
+        data = env.rollout(
+            args.steps,
+            break_when_any_done=args.stop_on_done,
+            progress=f"rolling out {args.name}" if args.progress else False,
+        )
         _say(f"rollout of {args.name}: TensorDict batch_size={list(data.batch_size)}")
         rows = []
         for key in data.keys(include_nested=True, leaves_only=True):
@@ -169,17 +172,46 @@ def cmd_rollout(args: argparse.Namespace) -> int:
             rows.append([name, str(shape), dtype])
         for line in table(["key", "shape", "dtype"], rows, terminal_width() - 2).splitlines():
             _say("  " + line)
-        steps = data.batch_size[-1] if data.batch_dims else 0
-        reward = sum(float(data.get(("next", *_nested(k))).sum()) for k in env.reward_keys)
-        dones = sum(
-            int(data.get(("next", *_nested(k))).sum())
-            for k in env.done_keys
-            if _nested(k)[-1] == "done"
-        )
-        _say(f"steps: {steps}   total reward: {reward:.4g}   done: {dones}")
+        for line in episode_summary(env, data):
+            _say(line)
     finally:
         _close(env)
     return 0
+
+
+def episode_summary(env: Any, data: Any) -> list[str]:
+    """The rollout summary: steps, episodes that ended, total reward and episode returns.
+
+    An episode ends where the root ``"done"`` of the ``next`` step is set; its return sums the
+    rewards since the previous end (or the start) in the same sub-env.
+    """
+    import torch
+
+    steps = data.batch_size[-1] if data.batch_dims else 0
+    done = data.get(("next", "done"), None)
+    done = None if done is None else done.reshape(*data.batch_size).bool()
+    ended = "-" if done is None else str(int(done.sum()))
+    totals, returns_lines = [], []
+    for key in env.reward_keys:
+        name = ".".join(_nested(key))
+        reward = data.get(("next", *_nested(key))).reshape(*data.batch_size, -1).sum(-1).double()
+        totals.append(f"{float(reward.sum()):.4g}")
+        if done is None:
+            continue
+        running = torch.zeros(data.batch_size[:-1], dtype=torch.float64)
+        returns = []
+        for t in range(steps):
+            running += reward[..., t]
+            returns.extend(running[done[..., t]].tolist())
+            running[done[..., t]] = 0.0
+        if returns:
+            mean = sum(returns) / len(returns)
+            returns_lines.append(
+                f"episode return ({name}): mean {mean:.4g}   min {min(returns):.4g}   "
+                f"max {max(returns):.4g}"
+            )
+    total = " / ".join(totals)
+    return [f"steps: {steps}   episodes ended: {ended}   total reward: {total}", *returns_lines]
 
 
 def _close(env: Any) -> None:

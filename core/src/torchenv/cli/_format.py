@@ -63,7 +63,16 @@ def wrap_words(words: Sequence[str], indent: str = "  ", width: int | None = Non
     return "\n".join(lines)
 
 
-def _domain(spec: Any) -> str:
+def _domain(spec: Any, max_dims: int = 6) -> str:
+    """The values a leaf takes: ``n=...``, one ``[low, high]``, or per dimension when they vary.
+
+    >>> import torch
+    >>> from torchenv.specs import Bounded
+    >>> _domain(Bounded(torch.tensor([-1.0, -8.0]), torch.tensor([1.0, 8.0]), shape=(2,)))
+    '[-1, 1] [-8, 8]'
+    >>> _domain(Bounded(-2.0, 2.0, shape=(3,)))
+    '[-2, 2]'
+    """
     n = getattr(spec, "n", None)
     if isinstance(n, int) and n > 0:
         return f"n={n}"
@@ -71,10 +80,14 @@ def _domain(spec: Any) -> str:
     if low is None or high is None:
         return ""
     try:
-        lo, hi = float(low.min()), float(high.max())
-    except Exception:  # not a tensor we can reduce
+        low, high = low.flatten(), high.flatten()
+        if bool((low == low[0]).all()) and bool((high == high[0]).all()):
+            return f"[{float(low[0]):g}, {float(high[0]):g}]"
+        pairs = [f"[{float(lo):g}, {float(hi):g}]" for lo, hi in zip(low[:max_dims], high)]
+    except Exception:  # not a tensor we can read
         return ""
-    return f"[{lo:g}, {hi:g}]"
+    more = f" ... ({low.numel()} dims)" if low.numel() > max_dims else ""
+    return " ".join(pairs) + more
 
 
 def spec_lines(spec: Any, indent: str = "  ") -> list[str]:

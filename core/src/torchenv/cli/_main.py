@@ -7,7 +7,7 @@ import sys
 import traceback
 from collections.abc import Sequence
 
-from torchenv.cli import _commands
+from torchenv.cli import _bench, _commands, _record
 
 EXIT_ERROR = 2
 
@@ -22,7 +22,10 @@ def _version() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of ``torchenv`` (sub-commands: backends, list, info, check, rollout)."""
+    """The argument parser of ``torchenv``.
+
+    Sub-commands: backends, list, info, check, rollout, bench, record.
+    """
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
         "--debug", action="store_true", default=argparse.SUPPRESS, help="show full tracebacks"
@@ -30,7 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="torchenv",
         description="One TensorDict environment API over every simulator: inspect backends, "
-        "list, check and roll out envs.",
+        "list, check, roll out, benchmark and record envs.",
         parents=[common],
     )
     parser.add_argument("--version", action="version", version=f"torchenv {_version()}")
@@ -63,8 +66,34 @@ def build_parser() -> argparse.ArgumentParser:
     p = env_command(
         "rollout", "make an env and roll it out with random actions", _commands.cmd_rollout
     )
-    p.add_argument("--steps", type=int, default=10, help="number of steps (default: 10)")
+    p.add_argument(
+        "--steps", type=_positive, default=10, help="steps to run, resetting ended episodes (10)"
+    )
+    p.add_argument(
+        "--stop-on-done", action="store_true", help="stop at the first end of an episode"
+    )
+    p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
+    p = env_command(
+        "bench", "steps/s of the env beside the raw simulator it wraps", _bench.cmd_bench
+    )
+    p.add_argument("--steps", type=_positive, default=2000, help="steps per timing (2000)")
+    p.add_argument("--repeats", type=_positive, default=3, help="timing rounds; median (3)")
+    p.add_argument("--num-envs", type=_positive, default=None, help="make(..., num_envs=N)")
+    p.add_argument("--workers", type=_positive, default=None, help="also a ParallelEnv of W")
+    p = env_command(
+        "record", "roll the env out and write its frames as a video", _record.cmd_record
+    )
+    p.add_argument("--out", required=True, help="video file; its extension picks the format")
+    p.add_argument("--steps", type=_positive, default=200, help="frames to record (200)")
+    p.add_argument("--fps", type=_positive, default=30, help="frames per second (30)")
     return parser
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
 
 def _one_line(err: BaseException) -> str:
@@ -91,9 +120,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exit_:  # --help, --version, usage errors
         code = exit_.code
         return code if isinstance(code, int) else (0 if code is None else EXIT_ERROR)
-    if getattr(args, "command", None) == "rollout" and args.steps < 1:
-        print(f"torchenv: error: --steps must be at least 1, got {args.steps}", file=sys.stderr)
-        return EXIT_ERROR
     try:
         return args.func(args)
     except KeyboardInterrupt:

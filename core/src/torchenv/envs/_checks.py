@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
-from tensordict import TensorDictBase
+from tensordict import LazyStackedTensorDict, TensorDictBase
 
 __all__ = ["check_env_specs"]
 
@@ -31,7 +33,7 @@ def _spec_for(env, key: tuple) -> tuple[str, object] | None:
 
 
 def check_env_specs(
-    env,
+    env: Any,
     return_contiguous: bool | None = None,
     check_dtype: bool = True,
     seed: int | None = None,
@@ -97,10 +99,37 @@ def check_env_specs(
             )
         lead = step.batch_size[: step.batch_dims - fake.batch_dims]
         for key in sorted(real_keys, key=str):
-            _check_entry(env, key, fake.get(key), step.get(key), lead, check_dtype)
+            expected, values = _members(fake, key), _members(step, key)
+            if len(expected) == 1 and len(values) == 1:
+                _check_entry(env, key, expected[0], values[0], lead, check_dtype)
+                continue
+            if len(expected) != len(values):
+                raise AssertionError(
+                    f"check_env_specs: entry {key!r} stacks {len(values)} heterogeneous "
+                    f"members in rollout step {t}, the specs {len(expected)}."
+                )
+            for want, value in zip(expected, values):  # heterogeneous agents, one by one
+                _check_entry(env, key, want, value, lead, check_dtype, member=True)
     last = env.rand_action(steps[-1].copy())
     for key in sorted(fake_keys, key=str):
-        _check_range(env, key, last.get(key))
+        for value in _members(last, key):
+            _check_range(env, key, value)
+
+
+def _members(td, key) -> list:
+    """``[td.get(key)]``, or the member values of a lazy stack (heterogeneous agents) on the
+    way to ``key`` whose entries differ in shape and cannot be read as one tensor."""
+    try:
+        return [td.get(key)]
+    except RuntimeError:
+        tkey = (key,) if isinstance(key, str) else tuple(key)
+        node = td
+        for i, part in enumerate(tkey[:-1]):
+            node = node.get(part)
+            if isinstance(node, LazyStackedTensorDict):
+                rest = tkey[i + 1 :]
+                return [v for member in node.tensordicts for v in _members(member, rest)]
+        raise
 
 
 def _private(key) -> bool:
@@ -108,9 +137,11 @@ def _private(key) -> bool:
     return last.startswith("_")
 
 
-def _check_entry(env, key, expected, value, lead: torch.Size, check_dtype: bool) -> None:
+def _check_entry(
+    env, key, expected, value, lead: torch.Size, check_dtype: bool, member: bool = False
+) -> None:
     tkey = (key,) if isinstance(key, str) else key
-    found = _spec_for(env, tkey)
+    found = None if member else _spec_for(env, tkey)
     spec = found[1] if found is not None else None
     if not isinstance(value, torch.Tensor):
         return

@@ -22,6 +22,7 @@ from torchenv.envs._reset import (
 from torchenv.envs._spec_props import _EnvSpecs
 from torchenv.envs._step import _merge_sub_next, _skip_next, _StepPlan, check_observations
 from torchenv.envs._step_mdp import _EnvStepMDP
+from torchenv.envs._torchrl_internals import TorchRLInternals
 from torchenv.envs._utils import (
     _align_mask,
     _any,
@@ -42,6 +43,55 @@ def _next_seed(seed: int) -> int:
     return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little") % _MAX_SEED
 
 
+_SPEC_PARTS = {
+    "_input_spec": ("full_action_spec", "full_state_spec"),
+    "_output_spec": ("full_observation_spec", "full_reward_spec", "full_done_spec"),
+}
+
+
+def _init_spec_state(env: Any, batch_size: torch.Size, device: torch.device | None) -> None:
+    """The state the spec properties need: empty containers of ``batch_size`` on ``device``."""
+    d = env.__dict__
+    d.setdefault("_cache", {})
+    d["_cache"].clear()
+    d["_batch_size"] = batch_size
+    d["_device"] = device
+    d["_is_spec_locked"] = False
+    d["_post_init_done"] = False
+    d["_input_spec"] = Composite(
+        full_action_spec=Composite(shape=batch_size, device=device),
+        full_state_spec=Composite(shape=batch_size, device=device),
+        shape=batch_size,
+        device=device,
+    )
+    d["_output_spec"] = Composite(
+        full_observation_spec=Composite(shape=batch_size, device=device),
+        full_reward_spec=Composite(shape=batch_size, device=device),
+        full_done_spec=Composite(shape=batch_size, device=device),
+        shape=batch_size,
+        device=device,
+    )
+
+
+def _specs_set_before_init(env: Any) -> dict[str, Composite]:
+    """Spec parts given before ``EnvBase.__init__``: on the instance, or TorchRL-style on the
+    class (``cls._output_spec`` / ``cls._input_spec``, as TorchRL's mock envs set them)."""
+    carried: dict[str, Composite] = {}
+    d = env.__dict__
+    for container, parts in _SPEC_PARTS.items():
+        sources = [getattr(type(env), container, None)]
+        if d.pop("_specs_before_init", False) or container in d:
+            sources.append(d.get(container))
+        for source in sources:
+            if not isinstance(source, Composite):
+                continue
+            for part in parts:
+                value = source.get(part, None)
+                if value is not None and (not isinstance(value, Composite) or len(value.keys())):
+                    carried[part] = value.clone()
+    return carried
+
+
 class _EnvMeta(abc.ABCMeta):
     """Runs ``_post_init`` once the subclass ``__init__`` has set the specs."""
 
@@ -52,7 +102,7 @@ class _EnvMeta(abc.ABCMeta):
         return instance
 
 
-class EnvBase(_EnvSpecs, torch.nn.Module, metaclass=_EnvMeta):
+class EnvBase(_EnvSpecs, TorchRLInternals, torch.nn.Module, metaclass=_EnvMeta):
     """Base class of every environment: a ``torch.nn.Module`` that reads and writes TensorDicts.
 
     Subclasses set the specs in ``__init__`` (shapes start with ``batch_size``) and implement
@@ -98,6 +148,22 @@ class EnvBase(_EnvSpecs, torch.nn.Module, metaclass=_EnvMeta):
 
     _batch_locked: bool = True
 
+    def __new__(
+        cls, *args: Any, _inplace_update: bool = False, _batch_locked: bool = True, **kwargs
+    ):
+        """Takes (and ignores) the constructor's arguments, as TorchRL's ``EnvBase.__new__`` does.
+
+        Subclasses written the TorchRL way override ``__new__(cls, *args, **kwargs)`` and pass
+        everything up; they may also set specs on the instance before calling
+        ``EnvBase.__init__``, so the spec containers exist from here on.
+        """
+        self = super().__new__(cls)
+        if not _batch_locked:
+            self.__dict__["_batch_locked"] = False
+        _init_spec_state(self, torch.Size(()), None)
+        self.__dict__["_specs_before_init"] = True
+        return self
+
     def __init__(
         self,
         *,
@@ -109,36 +175,23 @@ class EnvBase(_EnvSpecs, torch.nn.Module, metaclass=_EnvMeta):
         auto_reset: bool = False,
         auto_reset_replace: bool = True,
     ) -> None:
+        carried = _specs_set_before_init(self)
         super().__init__()
         d = self.__dict__
-        d.setdefault("_cache", {})
-        d["_batch_size"] = torch.Size(batch_size) if batch_size is not None else torch.Size(())
-        d["_device"] = torch.device(device) if device is not None else None
-        if d["_device"] is not None and d["_device"].type == "cuda" and d["_device"].index is None:
-            d["_device"] = torch.device("cuda", torch.cuda.current_device())
-        d["_is_spec_locked"] = False
+        batch = torch.Size(batch_size) if batch_size is not None else torch.Size(())
+        device = torch.device(device) if device is not None else None
+        if device is not None and device.type == "cuda" and device.index is None:
+            device = torch.device("cuda", torch.cuda.current_device())
+        _init_spec_state(self, batch, device)
         d["_spec_locked_request"] = spec_locked
         d["_auto_reset"] = auto_reset
         d["_auto_reset_replace"] = auto_reset_replace
         d["_auto_reset_saved"] = None
         d["_run_type_checks"] = run_type_checks
         d["_allow_done_after_reset"] = allow_done_after_reset
-        d["_post_init_done"] = False
-        shape, dev = d["_batch_size"], d["_device"]
-        d["_input_spec"] = Composite(
-            full_action_spec=Composite(shape=shape, device=dev),
-            full_state_spec=Composite(shape=shape, device=dev),
-            shape=shape,
-            device=dev,
-        )
-        d["_output_spec"] = Composite(
-            full_observation_spec=Composite(shape=shape, device=dev),
-            full_reward_spec=Composite(shape=shape, device=dev),
-            full_done_spec=Composite(shape=shape, device=dev),
-            shape=shape,
-            device=dev,
-        )
         self.is_closed = False
+        for part, value in carried.items():  # specs a TorchRL-style subclass set before us
+            setattr(self, part, value)
 
     def _post_init(self, **flags: Any) -> None:
         d = self.__dict__
@@ -585,6 +638,8 @@ class EnvBase(_EnvSpecs, torch.nn.Module, metaclass=_EnvMeta):
             set_truncated (bool): mark the last step as truncated.
             out (TensorDictBase): a tensordict to stack into.
             trust_policy (bool): call the policy as is, without checking or wrapping it.
+            progress (bool | str): show a progress bar (tqdm) on stderr, labelled with the
+                string if one is given.
 
         Returns:
             the stacked steps, with a trailing dim named ``"time"``.
@@ -592,6 +647,26 @@ class EnvBase(_EnvSpecs, torch.nn.Module, metaclass=_EnvMeta):
         from torchenv.envs._rollout import rollout
 
         return rollout(self, max_steps, policy, callback, **kwargs)
+
+    @classmethod
+    def register_gym(cls, id: str, **kwargs: Any) -> Any:
+        """Registers this env class with gymnasium under ``id`` (TorchRL's ``register_gym``).
+
+        ``gymnasium.make(id)`` then builds the env and returns it behind the gymnasium API
+        (:func:`torchenv.to_gymnasium`). Keyword arguments: ``entry_point``, ``transform``,
+        ``info_keys``, ``to_numpy`` (default ``False``, as TorchRL: tensors), ``max_episode_steps``,
+        ``reward_threshold``, ``nondeterministic``, ``order_enforce``, ``disable_env_checker``;
+        any other is a default keyword argument of the env's constructor.
+
+        >>> import gymnasium
+        >>> from torchenv.envs import PendulumEnv
+        >>> PendulumEnv.register_gym("TorchenvPendulumDoc-v0", to_numpy=True)
+        >>> gymnasium.make("TorchenvPendulumDoc-v0").reset(seed=0)[0]["observation"].shape
+        (3,)
+        """
+        from torchenv.interop._gymnasium import register_gym
+
+        return register_gym(cls, id, **kwargs)
 
     def check_env_specs(self, *args, **kwargs) -> None:
         """Runs :func:`torchenv.envs.check_env_specs` on this env."""

@@ -8,10 +8,15 @@ stacked along a leading agent dimension). The group map says which agent goes in
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from enum import Enum
 
-__all__ = ["MarlGroupMapType", "check_marl_grouping"]
+__all__ = [
+    "MarlGroupMapType",
+    "check_marl_grouping",
+    "group_map_by_prefix",
+    "resolve_group_map",
+]
 
 
 class MarlGroupMapType(Enum):
@@ -95,3 +100,98 @@ def check_marl_grouping(group_map: Mapping[str, Sequence[str]], agent_names: Seq
             raise ValueError(
                 f"agent {name!r} is in no group of the group map; every agent needs exactly one group"
             )
+
+
+def _prefix(name: str) -> str | None:
+    """``"agent_0"`` -> ``"agent"``; ``None`` for a name not of the form ``<name>_<int>``."""
+    head, sep, tail = name.rpartition("_")
+    if not sep or not head or not tail.isdigit():
+        return None
+    return head
+
+
+def group_map_by_prefix(
+    agent_names: Sequence[str], *, fallback: str = "all_in_one", lone_agent_as_agents: bool = False
+) -> dict[str, list[str]]:
+    """Groups agents named ``<name>_<int>`` by ``<name>`` (TorchRL's default grouping).
+
+    Args:
+        agent_names: every agent of the env, in the env's order.
+        fallback: what becomes of names not of that form: ``"all_in_one"`` (TorchRL's VMAS
+            wrapper) puts every agent in one group ``"agents"`` as soon as one name does not
+            follow the convention; ``"own_group"`` (TorchRL's PettingZoo wrapper for parallel
+            envs) gives that agent a group of its own, named after it.
+        lone_agent_as_agents: name the group ``"agents"`` when the only group is ``"agent"``
+            (TorchRL's VMAS wrapper does, for backward compatibility).
+
+    Raises:
+        ValueError: if ``fallback`` is neither of the two.
+
+    >>> group_map_by_prefix(["agent_0", "agent_1", "adversary_0"])
+    {'agent': ['agent_0', 'agent_1'], 'adversary': ['adversary_0']}
+    >>> group_map_by_prefix(["agent_0", "ball"])
+    {'agents': ['agent_0', 'ball']}
+    >>> group_map_by_prefix(["agent_0", "ball"], fallback="own_group")
+    {'agent': ['agent_0'], 'ball': ['ball']}
+    >>> group_map_by_prefix(["agent_0", "agent_1"], lone_agent_as_agents=True)
+    {'agents': ['agent_0', 'agent_1']}
+    """
+    if fallback not in ("all_in_one", "own_group"):
+        raise ValueError(
+            f"group_map_by_prefix: fallback must be 'all_in_one' or 'own_group', got {fallback!r}"
+        )
+    group_map: dict[str, list[str]] = {}
+    for name in agent_names:
+        group = _prefix(name)
+        if group is None:
+            if fallback == "all_in_one":
+                return MarlGroupMapType.ALL_IN_ONE_GROUP.get_group_map(agent_names)
+            group = name
+        group_map.setdefault(group, []).append(name)
+    if lone_agent_as_agents and list(group_map) == ["agent"]:
+        return {"agents": group_map["agent"]}
+    return group_map
+
+
+GroupMapLike = Mapping[str, Sequence[str]] | MarlGroupMapType | None
+
+
+def resolve_group_map(
+    group_map: GroupMapLike,
+    agent_names: Sequence[str],
+    *,
+    default: Callable[[Sequence[str]], Mapping[str, Sequence[str]]] = group_map_by_prefix,
+) -> dict[str, list[str]]:
+    """Turns what a user passed as ``group_map`` into a checked dict (group -> agent names).
+
+    Args:
+        group_map: ``None`` (use ``default``), a :class:`MarlGroupMapType` or a mapping.
+        agent_names: every agent of the env.
+        default: the env's default grouping, called with ``agent_names`` when ``group_map``
+            is ``None``.
+
+    Raises:
+        TypeError: if ``group_map`` is of another type.
+        ValueError: if the map is invalid (see :func:`check_marl_grouping`).
+
+    >>> resolve_group_map(None, ["agent_0", "agent_1"])
+    {'agent': ['agent_0', 'agent_1']}
+    >>> resolve_group_map(MarlGroupMapType.ONE_GROUP_PER_AGENT, ["a", "b"])
+    {'a': ['a'], 'b': ['b']}
+    """
+    if group_map is None:
+        resolved = default(list(agent_names))
+    elif isinstance(group_map, MarlGroupMapType):
+        resolved = group_map.get_group_map(agent_names)
+    elif isinstance(group_map, Mapping):
+        resolved = group_map
+    else:
+        raise TypeError(
+            "group_map must be None, a MarlGroupMapType or a dict of group name -> agent names, "
+            f"got {type(group_map).__name__}"
+        )
+    for group in resolved:
+        if not isinstance(group, str):
+            raise TypeError(f"group names must be strings, got {group!r}")
+    check_marl_grouping(resolved, agent_names)
+    return {group: list(members) for group, members in resolved.items()}

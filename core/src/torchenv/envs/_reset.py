@@ -12,7 +12,7 @@ from __future__ import annotations
 import warnings
 
 import torch
-from tensordict import TensorDict, TensorDictBase, is_tensor_collection
+from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase, is_tensor_collection
 
 from torchenv.envs._utils import _align_mask, _any, _get_nested, _prefix
 
@@ -122,15 +122,41 @@ def strip_reset_entries(td: TensorDictBase, reset_keys: list) -> None:
 def _masked_merge(
     node: TensorDictBase, node_out: TensorDictBase, mask: torch.Tensor, node_ndim: int
 ) -> None:
-    """``node[k] = where(mask, node_out[k], node[k])`` for every leaf; zeros pad missing ones."""
-    keys = set(node_out.keys(True, True)) | set(node.keys(True, True))
-    for key in keys:
-        last = key if isinstance(key, str) else key[-1]
-        if last == "_reset":
+    """``node[k] = where(mask, node_out[k], node[k])`` for every leaf; where ``node`` lacks a
+    leaf, ``node_out``'s is taken whole (where ``node_out`` lacks one, zeros are merged in)."""
+    if isinstance(node, LazyStackedTensorDict):
+        # heterogeneous agents: their entries may not stack, merge member by member (the
+        # reset output may be stacked otherwise, e.g. over the workers of a batched env)
+        dim = node.stack_dim
+        if (
+            isinstance(node_out, LazyStackedTensorDict)
+            and node_out.stack_dim == dim
+            and len(node_out.tensordicts) == len(node.tensordicts)
+        ):
+            outs = node_out.tensordicts
+        else:
+            outs = node_out.unbind(dim)
+        for i, (member, member_out) in enumerate(zip(node.tensordicts, outs)):
+            if dim < node_ndim:
+                sub_mask = mask.select(dim, i) if mask.ndim > dim else mask
+                _masked_merge(member, member_out, sub_mask, node_ndim - 1)
+            else:
+                _masked_merge(member, member_out, mask, node_ndim)
+        return
+    for key in set(node_out.keys()) | set(node.keys()):
+        if key == "_reset":
             continue
         new = _get_nested(node_out, key)
         old = _get_nested(node, key)
         if is_tensor_collection(new) or is_tensor_collection(old):
+            if not (is_tensor_collection(new) or new is None) or not (
+                is_tensor_collection(old) or old is None
+            ):
+                continue
+            if old is None:
+                old = new.empty()
+                node.set(key, old)
+            _masked_merge(old, new if new is not None else old.empty(), mask, node_ndim)
             continue
         if new is None and old is None:
             continue
@@ -139,10 +165,11 @@ def _masked_merge(
                 continue
             new = torch.zeros_like(old)
         elif old is None:
-            if not isinstance(new, torch.Tensor):
-                node.set(key, new)
-                continue
-            old = torch.zeros_like(new)
+            # the input does not hold this entry (e.g. a reset input cut to its "_reset"
+            # entries): keep what the env returned for every row rather than a zero pad, as for
+            # the done entries (an env returns its current data where it resets nothing)
+            node.set(key, new)
+            continue
         elif not isinstance(new, torch.Tensor) or not isinstance(old, torch.Tensor):
             node.set(key, new)
             continue
@@ -213,9 +240,9 @@ def merge_root_reset(
 
     for key, new in src.items():
         old = dst.get(key)
-        if old is None:
-            dst[key] = torch.where(aligned(new), new, torch.zeros_like(new))
-        elif old.shape != new.shape:
+        if old is None or old.shape != new.shape:
+            # missing from the input (or reshaped): the env's value for every row, as the
+            # general path does
             dst[key] = new
         elif new is old or _same_memory(new, old):
             continue  # the env handed back the very data of the input: nothing to merge

@@ -96,6 +96,33 @@ def rollout(
     policy: Callable | None = None,
     callback: Callable[[Any, TensorDictBase], Any] | None = None,
     *,
+    progress: bool | str = False,
+    **kwargs: Any,
+) -> TensorDictBase:
+    """Runs ``policy`` in ``env`` for up to ``max_steps`` steps (see ``EnvBase.rollout``).
+
+    ``progress=True`` (or a label) shows a progress bar on stderr (tqdm), one tick per step.
+    """
+    if not progress:
+        return _rollout(env, max_steps, policy, callback, **kwargs)
+    from tqdm import tqdm
+
+    label = progress if isinstance(progress, str) else type(env).__name__
+    with tqdm(total=max_steps, desc=label, unit="step", leave=False) as bar:
+
+        def tick(env_: Any, tensordict: TensorDictBase) -> Any:
+            bar.update(1)
+            return None if callback is None else callback(env_, tensordict)
+
+        return _rollout(env, max_steps, policy, tick, **kwargs)
+
+
+def _rollout(
+    env,
+    max_steps: int,
+    policy: Callable | None = None,
+    callback: Callable[[Any, TensorDictBase], Any] | None = None,
+    *,
     auto_reset: bool = True,
     auto_cast_to_device: bool = False,
     break_when_any_done: bool | None = None,
@@ -106,7 +133,6 @@ def rollout(
     out: TensorDictBase | None = None,
     trust_policy: bool = False,
 ) -> TensorDictBase:
-    """Runs ``policy`` in ``env`` for up to ``max_steps`` steps (see ``EnvBase.rollout``)."""
     if break_when_any_done is None:
         break_when_any_done = not break_when_all_done
     break_when_all_done = bool(break_when_all_done)

@@ -10,6 +10,7 @@ import torch
 from tensordict import TensorDict, TensorDictBase, is_tensor_collection
 from tensordict.utils import NestedKey
 
+from torchenv.envs._coerce import coerce_action
 from torchenv.envs._utils import _fast_get, _get_nested, _prefix
 from torchenv.specs import Composite
 
@@ -108,11 +109,14 @@ class _StepPlan:
         if fast is None or type(td) is not TensorDict:
             return False
         source = td._tensordict
+        device = self.device
         for key, shape, dtype in fast:
             value = source.get(key)
             if value is None or type(value) is not torch.Tensor:
                 return False
             if value.shape != shape or value.dtype != dtype:
+                return False
+            if value.device != device if device is not None else value.is_meta:
                 return False
         return True
 
@@ -138,8 +142,15 @@ class _StepPlan:
 
     # ------------------------------------------------------------------ actions
     def check_actions(self, env, td: TensorDictBase, full: bool) -> None:
-        """Cheap action check: presence, shape and dtype; range only when ``full``."""
+        """Action check: presence, shape, dtype and device; range only when ``full``.
+
+        An action of another dtype or device is cast in ``td`` where no value is lost (see
+        :mod:`torchenv.envs._coerce`), else refused. Batch-unlocked envs want the input's
+        leading batch dims in front of the spec shape.
+        """
         locked = self.batch_locked
+        leading = None if locked else self.leading(td)
+        where = f"{type(env).__name__}.step"
         source = td._tensordict if type(td) is TensorDict else None
         for leaf in self.actions:
             if leaf.is_str:
@@ -155,26 +166,22 @@ class _StepPlan:
             if type(value) is not torch.Tensor and not isinstance(value, torch.Tensor):
                 continue
             shape = value.shape
+            expected = leaf.shape if locked else torch.Size((*leading, *leaf.shape))
             if leaf.dynamic:
-                ok = _match_dynamic(shape, leaf.shape, locked)
-            elif locked:
-                ok = shape == leaf.shape
+                ok = _match_dynamic(shape, expected, True)
             else:
-                n = len(leaf.shape)
-                ok = len(shape) >= n and shape[len(shape) - n :] == leaf.shape
+                ok = shape == expected
             if not ok:
                 raise ValueError(
-                    f"{type(env).__name__}.step: the action {_fmt_key(leaf.key)} has shape "
-                    f"{tuple(shape)} but the spec expects shape {tuple(leaf.shape)}"
-                    + ("" if locked else " (after any leading batch dims)")
+                    f"{where}: the action {_fmt_key(leaf.key)} has shape "
+                    f"{tuple(shape)} but the spec expects shape {tuple(expected)}"
+                    + ("" if locked else f" (the input's batch dims {tuple(leading)} + spec)")
                     + f" ({leaf.spec.__class__.__name__}, dtype {leaf.dtype})."
                 )
-            if value.dtype != leaf.dtype and leaf.dtype is not None:
-                raise TypeError(
-                    f"{type(env).__name__}.step: the action {_fmt_key(leaf.key)} has dtype "
-                    f"{value.dtype} but the spec expects dtype {leaf.dtype} "
-                    f"({leaf.spec.__class__.__name__}, shape {tuple(leaf.shape)})."
-                )
+            cast = coerce_action(where, leaf.key, value, leaf.dtype, self.device)
+            if cast is not value:
+                td.set(leaf.key, cast)
+                value = cast
             if full and not _is_in(leaf.spec, value, locked):
                 raise ValueError(
                     f"{type(env).__name__}.step: the action {_fmt_key(leaf.key)} is out of its "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import torch
 from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase, is_tensor_collection
@@ -59,6 +60,14 @@ def _copy_excluding(td: TensorDictBase, tree: dict) -> dict:
             continue
         if sub is _MISSING:
             out[key] = value.copy() if is_tensor_collection(value) else value
+        elif isinstance(value, LazyStackedTensorDict):
+            # heterogeneous agents: entries may not stack, so filter each member
+            members = [_copy_excluding(member, sub) for member in value.tensordicts]
+            if any(members):
+                out[key] = LazyStackedTensorDict(
+                    *[_new_like(m, inner) for m, inner in zip(value.tensordicts, members)],
+                    stack_dim=value.stack_dim,
+                )
         elif is_tensor_collection(value):
             inner = _copy_excluding(value, sub)
             if inner:
@@ -66,6 +75,31 @@ def _copy_excluding(td: TensorDictBase, tree: dict) -> dict:
         else:
             out[key] = value
     return out
+
+
+def _per_member(
+    fill: Any, value: LazyStackedTensorDict, prev: Any, tree: dict
+) -> LazyStackedTensorDict:
+    """``fill`` applied member by member to a lazy stack (heterogeneous agents, whose entries
+    may not stack), merging into the matching members of ``prev`` when it is a like stack."""
+    members = value.tensordicts
+    prevs: list[Any] = [None] * len(members)
+    if (
+        isinstance(prev, LazyStackedTensorDict)
+        and prev.stack_dim == value.stack_dim
+        and len(prev.tensordicts) == len(members)
+    ):
+        prevs = list(prev.tensordicts)
+    out = []
+    for member, before in zip(members, prevs):
+        inner = (
+            dict(_items(before))
+            if before is not None and before.batch_size == member.batch_size
+            else {}
+        )
+        fill(member, tree, inner)
+        out.append(_new_like(member, inner))
+    return LazyStackedTensorDict(*out, stack_dim=value.stack_dim)
 
 
 def _grab(source: TensorDictBase, tree: dict, out: dict) -> None:
@@ -84,6 +118,9 @@ def _grab(source: TensorDictBase, tree: dict, out: dict) -> None:
         if not is_tensor_collection(value):
             continue
         prev = out.get(key)
+        if isinstance(value, LazyStackedTensorDict):
+            out[key] = _per_member(_grab, value, prev, sub)
+            continue
         inner = (
             dict(_items(prev)) if prev is not None and prev.batch_size == value.batch_size else {}
         )
@@ -102,6 +139,11 @@ def _copy_all_excluding(source: TensorDictBase, tree: dict, out: dict) -> None:
             out[key] = value
             continue
         prev = out.get(key)
+        if isinstance(value, LazyStackedTensorDict):
+            out[key] = _per_member(
+                _copy_all_excluding, value, prev, _EMPTY if sub is _MISSING else sub
+            )
+            continue
         inner = dict(_items(prev)) if prev is not None and is_tensor_collection(prev) else {}
         _copy_all_excluding(value, _EMPTY if sub is _MISSING else sub, inner)
         if inner:

@@ -12,6 +12,9 @@ from torchenv.registry._errors import (
     AmbiguousNameError,
     BackendUnavailableError,
     InvalidEnvNameError,
+    InvalidKwargError,
+    PluginExitError,
+    PluginWarning,
     TorchEnvRegistryError,
     UnknownBackendError,
     UnknownEnvError,
@@ -36,8 +39,10 @@ from torchenv.registry._manager import (
     reset_plugins,
     unregister_plugin,
 )
+from torchenv.registry._raw import raw_loop
 
 __all__ = [
+    "raw_loop",
     "DISABLE_ENV_VAR",
     "ENTRY_POINT_GROUP",
     "FAILED_TO_LOAD",
@@ -50,6 +55,9 @@ __all__ = [
     "BackendInfo",
     "BackendUnavailableError",
     "InvalidEnvNameError",
+    "InvalidKwargError",
+    "PluginExitError",
+    "PluginWarning",
     "PluginRecord",
     "TorchEnvRegistryError",
     "UnknownBackendError",

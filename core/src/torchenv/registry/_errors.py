@@ -114,12 +114,12 @@ class AmbiguousNameError(TorchEnvRegistryError, LookupError):
         candidates: the names it could mean.
     """
 
-    def __init__(self, name: str, candidates: Iterable[str], what: str) -> None:
+    def __init__(self, name: str, candidates: Iterable[str], what: str, hint: str = "") -> None:
         self.name = name
         self.candidates = sorted(candidates)
         super().__init__(
             f"{what} {name!r} is ambiguous: it could be {', '.join(self.candidates)}. "
-            "Name one of them."
+            + (hint or "Name one of them.")
         )
 
 
@@ -143,3 +143,17 @@ class BackendUnavailableError(TorchEnvRegistryError, ImportError):
     def status(self) -> str:
         """``"simulator missing"``, ``"unsupported version"`` or ``"failed to load"``."""
         return self.info.status
+
+
+class InvalidKwargError(TorchEnvRegistryError, TypeError, ValueError):
+    """A conventional keyword argument of :func:`~torchenv.registry.make` (``num_envs``,
+    ``max_episode_steps``, ``device``...) has the wrong type or is out of range (a
+    ``TypeError`` and a ``ValueError``: catch either)."""
+
+
+class PluginWarning(UserWarning):
+    """A plugin misbehaved in a way the registry worked around (a hook that raised or hung)."""
+
+
+class PluginExitError(TorchEnvRegistryError, RuntimeError):
+    """A plugin's hook module or hook tried to end the process (``sys.exit``, ``os._exit``)."""

@@ -82,3 +82,15 @@ def torchenv_convert_space(backend: str, space: Any, device: Any) -> Any | None:
 @hookspec
 def torchenv_env_created(env: EnvBase, backend: str, env_id: str) -> None:
     """Called after any plugin made an env (post-creation hook: logging, wrapping checks)."""
+
+
+@hookspec(firstresult=True)
+def torchenv_raw_loop(backend: str, env_id: str, kwargs: dict[str, Any]) -> Any | None:
+    """A baseline for ``torchenv bench``: the simulator driven directly, without torchenv.
+
+    Return ``None`` if ``backend`` is not yours; else a callable ``run(steps: int) -> int`` that
+    makes the raw simulator env (as ``torchenv_make_env`` would, with ``kwargs``), then steps it
+    ``steps`` times with random actions, resetting finished episodes the way the simulator's
+    users do, and returns how many env-steps it made (``steps × num_envs`` for a vectorised env).
+    The benchmark times the call; building the env before the loop is allowed. Optional.
+    """

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
+from torchenv.registry._compat import core_mismatch
 from torchenv.registry._hookspecs import Backend
 from torchenv.versions import installed_version
 
@@ -16,7 +17,8 @@ OK = "ok"
 SIMULATOR_MISSING = "simulator missing"
 UNSUPPORTED_VERSION = "unsupported version"
 FAILED_TO_LOAD = "failed to load"
-STATUSES = (OK, SIMULATOR_MISSING, UNSUPPORTED_VERSION, FAILED_TO_LOAD)
+INCOMPATIBLE_CORE = "incompatible core"
+STATUSES = (OK, SIMULATOR_MISSING, UNSUPPORTED_VERSION, FAILED_TO_LOAD, INCOMPATIBLE_CORE)
 
 
 @dataclass(frozen=True)
@@ -32,8 +34,8 @@ class BackendInfo:
         simulator: the simulator distribution (``"gymnasium"``), ``None`` if none is needed.
         simulator_version: the installed simulator version, ``None`` if missing or not needed.
         supported: PEP 440 specifier of the supported simulator versions (``""``: any).
-        status: ``"ok"``, ``"simulator missing"``, ``"unsupported version"`` or
-            ``"failed to load"``.
+        status: ``"ok"``, ``"simulator missing"``, ``"unsupported version"``,
+            ``"failed to load"`` or ``"incompatible core"`` (the plugin needs another torchenv).
         reason: why the status is not ``"ok"`` (empty when it is).
         hint: what to do about it, usually a ``pip install`` command.
         description: one line from the plugin.
@@ -102,6 +104,12 @@ def backend_info(
         spec = SpecifierSet()
         status, reason = FAILED_TO_LOAD, f"invalid supported range {backend.supported!r}: {err}"
         hint = f"report it to the maintainers of {base['distribution']}"
+    needed = core_mismatch(base["distribution"]) if status == OK else None
+    if needed:
+        core = installed_version("torchenv")
+        status = INCOMPATIBLE_CORE
+        reason = f"{base['distribution']} {version} needs {needed}, torchenv {core} is installed"
+        hint = f'pip install --upgrade {base["distribution"]} "{needed}"'
     if backend.simulator and status == OK:
         found = installed_version(backend.simulator)
         sim_version = str(found) if found is not None else None

@@ -7,6 +7,9 @@ the backend; its simulator is imported then, not before.
 from __future__ import annotations
 
 import importlib.metadata as metadata
+import os
+import threading
+import warnings
 from typing import TYPE_CHECKING, Any
 
 from torchenv.registry import _manager
@@ -14,12 +17,14 @@ from torchenv.registry._errors import (
     AmbiguousNameError,
     BackendUnavailableError,
     InvalidEnvNameError,
+    PluginWarning,
     UnknownBackendError,
     UnknownEnvError,
     close_matches,
 )
 from torchenv.registry._hookspecs import Backend
 from torchenv.registry._info import BackendInfo, backend_info, failed_info
+from torchenv.registry._kwargs import check_make_kwargs
 
 if TYPE_CHECKING:  # pragma: no cover
     from torchenv.envs import EnvBase
@@ -37,7 +42,13 @@ def split_name(name: str) -> tuple[str | None, str]:
     """
     if not isinstance(name, str) or not name.strip():
         raise InvalidEnvNameError(f"expected an env name like 'backend:env-id', got {name!r}")
-    backend, sep, env_id = name.strip().partition(":")
+    bad = next((c for c in name if c.isspace() or not c.isprintable()), None)
+    if bad is not None:
+        raise InvalidEnvNameError(
+            f"expected an env name like 'backend:env-id', got {name!r}: it contains {bad!r} "
+            f"at position {name.index(bad)} (names hold no whitespace or control characters)"
+        )
+    backend, sep, env_id = name.partition(":")
     if not sep:
         return None, backend
     if not backend or not env_id:
@@ -64,8 +75,17 @@ def _resolve(name: str) -> tuple[Backend, _manager.PluginRecord]:
         if len(folded) == 1:
             owners = _manager._owners(folded.pop())
     if len(owners) > 1:
-        candidates = [f"{b.name} from {r.distribution or r.name}" for b, r in owners]
-        raise AmbiguousNameError(name, candidates, "backend")
+        candidates = [
+            f"{b.name} from plugin {r.name!r} ({r.distribution or 'registered in-process'})"
+            for b, r in owners
+        ]
+        others = sorted({r.name for _, r in owners})
+        hint = (
+            "Choose one by disabling the others, e.g. "
+            f"TORCHENV_DISABLE_PLUGINS={','.join(others[1:])} keeps {others[0]!r}, or use a "
+            "name only one of them declares (see: torchenv backends)."
+        )
+        raise AmbiguousNameError(name, candidates, "backend", hint)
     if owners:
         return owners[0]
     for record in _manager._failed():
@@ -89,7 +109,12 @@ def _require(backend: Backend, record: _manager.PluginRecord) -> BackendInfo:
 
 def _call_owner(hook: str, record: _manager.PluginRecord, **kwargs: Any) -> Any:
     for impl in _manager._impls(hook, record.name):
-        result = impl.function(**{k: kwargs[k] for k in impl.argnames})
+        try:
+            result = impl.function(**{k: kwargs[k] for k in impl.argnames})
+        except SystemExit as err:  # a plugin does not get to end the user's process
+            raise _manager.PluginExitError(
+                f"plugin {record.name!r} called sys.exit({err.code!r}) in {hook}"
+            ) from None
         if result is not None:
             return result
     return None
@@ -98,6 +123,49 @@ def _call_owner(hook: str, record: _manager.PluginRecord, **kwargs: Any) -> Any:
 def _list(backend: Backend, record: _manager.PluginRecord) -> list[str]:
     ids = _call_owner("torchenv_list_envs", record, backend=backend.name)
     return sorted(dict.fromkeys(ids or ()))
+
+
+_NO_OWNER = (None, _manager.PluginRecord("", "", None, None))
+
+
+def _single_owner(name: str) -> tuple[Backend, _manager.PluginRecord] | None:
+    owners = _manager._owners(name)
+    return owners[0] if len(owners) == 1 else None
+
+
+def _list_with_timeout(backend: Backend, record: _manager.PluginRecord) -> list[str]:
+    """``_list`` in a daemon thread: a hook that hangs is skipped (and warned about), never
+    waited for. The thread cannot be stopped; it ends when the hook returns, or with the
+    process. A hook that fails in the thread is called again in this one (some simulators
+    must be imported from the main thread, e.g. to install signal handlers)."""
+    try:
+        timeout = float(os.environ.get("TORCHENV_LIST_TIMEOUT", "10"))
+    except ValueError:
+        timeout = 10.0
+    box: list = []
+
+    def run() -> None:
+        try:
+            box.append(("ok", _list(backend, record)))
+        except BaseException as err:  # reported to the caller below
+            box.append(("error", err))
+
+    thread = threading.Thread(target=run, name=f"torchenv-list-{record.name}", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if not box:
+        warnings.warn(
+            f"plugin {record.name!r}: torchenv_list_envs({backend.name!r}) did not answer "
+            f"within {timeout:g} s (TORCHENV_LIST_TIMEOUT); its envs were not searched. "
+            f"Disable it with TORCHENV_DISABLE_PLUGINS={record.name}.",
+            PluginWarning,
+            stacklevel=4,
+        )
+        raise TimeoutError(f"torchenv_list_envs of plugin {record.name!r} did not answer")
+    kind, value = box[0]
+    if kind == "error":
+        return _list(backend, record)
+    return value
 
 
 def list_envs(backend: str) -> list[str]:
@@ -139,22 +207,30 @@ def backends() -> list[BackendInfo]:
 
 
 def _find_bare(env_id: str) -> tuple[Backend, _manager.PluginRecord]:
-    """The one available backend that lists ``env_id`` (bare names: ``make("Pendulum")``)."""
+    """The one available backend that lists ``env_id`` (bare names: ``make("Pendulum")``).
+
+    The core's own backends are asked first, and answer alone when they have the id (they own
+    their names); the plugins' lists are then read each in a thread of its own, skipped with a
+    warning when one does not answer within ``TORCHENV_LIST_TIMEOUT`` seconds (default 10).
+    """
     hits: list[tuple[Backend, _manager.PluginRecord]] = []
     known: list[str] = []
-    for info in backends():
-        if not info.ok:
+    infos = [info for info in backends() if info.ok]
+    infos.sort(key=lambda info: not _manager.is_core((_single_owner(info.name) or _NO_OWNER)[1]))
+    for info in infos:
+        owner = _single_owner(info.name)
+        if owner is None:
             continue
-        owners = _manager._owners(info.name)
-        if len(owners) != 1:
-            continue
+        core = _manager.is_core(owner[1])
         try:
-            ids = _list(*owners[0])
+            ids = _list(*owner) if core else _list_with_timeout(*owner)
         except Exception:  # a backend that cannot list is skipped, never fatal
             continue
+        if core and env_id in ids:
+            return owner
         known += [f"{info.name}:{i}" for i in ids]
         if env_id in ids:
-            hits.append(owners[0])
+            hits.append(owner)
     if len(hits) > 1:
         raise AmbiguousNameError(env_id, [f"{b.name}:{env_id}" for b, _ in hits], "env id")
     if not hits:
@@ -175,7 +251,11 @@ def make(name: str, /, **kwargs: Any) -> EnvBase:
     ...). After creation every plugin's ``torchenv_env_created`` hook is called.
 
     Raises:
-        InvalidEnvNameError: ``name`` is not of the form ``"backend:env-id"``.
+        InvalidEnvNameError: ``name`` is not of the form ``"backend:env-id"`` (or holds
+            whitespace or control characters).
+        InvalidKwargError: a conventional keyword (``num_envs``, ``max_episode_steps``,
+            ``frame_skip``, ``seed``, ``device``, ``batch_size``, ``from_pixels``,
+            ``pixels_only``) has the wrong type or is out of range.
         UnknownBackendError: no plugin declares the backend (close matches are suggested).
         UnknownEnvError: the backend has no such env (close matches are suggested).
         AmbiguousNameError: several plugins declare the backend, or several backends the bare id.
@@ -187,6 +267,7 @@ def make(name: str, /, **kwargs: Any) -> EnvBase:
     'PendulumEnv'
     """
     backend_name, env_id = split_name(name)
+    check_make_kwargs(name, kwargs)
     if backend_name is None:
         backend, record = _find_bare(env_id)
     else:
@@ -201,10 +282,29 @@ def make(name: str, /, **kwargs: Any) -> EnvBase:
         except Exception:
             known = []
         raise UnknownEnvError(backend.name, env_id, known)
-    _manager.plugin_manager().hook.torchenv_env_created(
-        env=env, backend=backend.name, env_id=env_id
-    )
+    _env_created(env, backend.name, env_id)
     return env
+
+
+def _env_created(env: Any, backend: str, env_id: str) -> None:
+    """Every plugin's ``torchenv_env_created`` hook, each isolated: one that raises is reported
+    with a :class:`PluginWarning` naming it, and neither stops the others nor fails ``make``
+    (the env is built and valid; an observer's failure is not the user's)."""
+    caller = _manager.plugin_manager().hook.torchenv_env_created
+    for impl in reversed(caller.get_hookimpls()):
+        if impl.hookwrapper or impl.wrapper:
+            continue
+        kwargs = {"env": env, "backend": backend, "env_id": env_id}
+        try:
+            impl.function(**{k: kwargs[k] for k in impl.argnames})
+        except (Exception, SystemExit) as err:
+            warnings.warn(
+                f"plugin {impl.plugin_name!r}: torchenv_env_created raised "
+                f"{type(err).__name__}: {err} (ignored; the env was made). Silence it with "
+                f"TORCHENV_DISABLE_PLUGINS={impl.plugin_name}.",
+                PluginWarning,
+                stacklevel=3,
+            )
 
 
 __all__ = ["backends", "list_envs", "make", "split_name"]

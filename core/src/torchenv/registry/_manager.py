@@ -3,17 +3,27 @@
 Each entry point names a hook module. Loading it never imports a simulator (the contract);
 a module that fails to import, breaks the hook contract or raises while declaring its backends
 is recorded with the exception and left out, so it never breaks the core or other plugins.
-``TORCHENV_DISABLE_PLUGINS="a,b"`` skips entry points (or distributions) by name.
+That includes ``sys.exit()`` / ``SystemExit`` and ``os._exit()`` at import: while hook modules
+load, ``os._exit`` called from the loading thread raises :class:`PluginExitError` instead of
+ending the process (other threads keep the real one). What no in-process guard can stop (a
+hook module that hangs on import, or ends the process some other way, e.g. ``posix._exit`` or
+a crash in native code) is silenced with ``TORCHENV_DISABLE_PLUGINS="a,b"``, which skips entry
+points (or distributions) by name.
+
+The core's own ``builtin`` backend always owns its name: a third-party plugin that declares
+``builtin`` (as its name or an alias) loses it; a name two third-party plugins declare is
+ambiguous, and the error names both plugins and how to choose.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.metadata as metadata
 import os
 import re
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
@@ -21,10 +31,43 @@ from typing import Any
 import pluggy
 
 from torchenv.registry import _hookspecs
+from torchenv.registry._errors import PluginExitError
 from torchenv.registry._hookspecs import PROJECT, Backend
 
 ENTRY_POINT_GROUP = "torchenv"
 DISABLE_ENV_VAR = "TORCHENV_DISABLE_PLUGINS"
+CORE_PLUGIN = "builtin"  # the entry point of the core's own backends
+CORE_TARGET = "torchenv.registry._builtin"
+
+
+@contextlib.contextmanager
+def _no_exit() -> Iterator[None]:
+    """``os._exit`` from this thread raises :class:`PluginExitError` for the duration."""
+    real_exit = os._exit
+    me = threading.get_ident()
+
+    def guarded_exit(code: int) -> None:
+        if threading.get_ident() != me:
+            real_exit(code)
+        raise PluginExitError(f"called os._exit({code!r})")
+
+    os._exit = guarded_exit
+    try:
+        yield
+    finally:
+        os._exit = real_exit
+
+
+def _exit_error(err: BaseException) -> Exception:
+    """A ``SystemExit`` as a reportable error (other exceptions unchanged)."""
+    if isinstance(err, SystemExit):
+        return PluginExitError(f"called sys.exit({err.code!r})")
+    return err  # type: ignore[return-value]
+
+
+def is_core(record: PluginRecord) -> bool:
+    """Whether ``record`` is the core's own plugin (the ``builtin`` backend)."""
+    return record.target == CORE_TARGET
 
 
 @dataclass(frozen=True)
@@ -103,19 +146,26 @@ def _register(state: _State, plugin: Any, record: PluginRecord) -> None:
     """Register ``plugin`` under ``record.name``; on any failure record it in ``state.failed``."""
     manager = state.manager
     try:
-        manager.register(plugin, name=record.name)
-        manager.check_pending()
-        backends = _declared_backends(manager, record.name)
-    except Exception as err:
+        with _no_exit():
+            manager.register(plugin, name=record.name)
+            manager.check_pending()
+            backends = _declared_backends(manager, record.name)
+    except (Exception, SystemExit) as err:
         if manager.get_plugin(record.name) is not None:
             manager.unregister(name=record.name)
-        state.failed.append(_replace(record, error=err))
+        state.failed.append(_replace(record, error=_exit_error(err)))
         return
     record = _replace(record, backends=backends, plugin=plugin)
     state.plugins[record.name] = record
+    core = is_core(record)
     for backend in backends:
         for key in dict.fromkeys((backend.name, *backend.aliases)):
-            state.owners.setdefault(key, []).append((backend, record))
+            owners = state.owners.setdefault(key, [])
+            if core:  # the core's own backend owns its names, whoever came first
+                owners[:] = [o for o in owners if is_core(o[1])]
+            elif any(is_core(r) for _, r in owners):
+                continue  # a third-party claim on a name of the core: ignored
+            owners.append((backend, record))
 
 
 def _replace(record: PluginRecord, **changes: Any) -> PluginRecord:
@@ -130,7 +180,12 @@ def _discover() -> _State:
     disabled = disabled_plugins()
     skip = {_normalize(n) for n in disabled}
     state = _State(manager, {}, [], disabled, {})
-    for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
+    # the core's own entry point first: its plugin name and backend names are taken before any
+    # third-party plugin can claim them
+    eps = sorted(
+        metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.value != CORE_TARGET
+    )
+    for ep in eps:
         dist = getattr(ep, "dist", None)
         dist_name = dist.metadata["Name"] if dist is not None else None
         version = dist.version if dist is not None else None
@@ -143,9 +198,10 @@ def _discover() -> _State:
             state.failed.append(_replace(record, error=error))
             continue
         try:
-            plugin = ep.load()
-        except Exception as err:
-            state.failed.append(_replace(record, error=err))
+            with _no_exit():
+                plugin = ep.load()
+        except (Exception, SystemExit) as err:
+            state.failed.append(_replace(record, error=_exit_error(err)))
             continue
         _register(state, plugin, record)
     for plugin, name in _manual:

@@ -25,6 +25,7 @@ from torchenv.specs._continuous import (
 )
 from torchenv.specs._discrete import Binary, Categorical, OneHot
 from torchenv.specs._errors import (
+    SpecArgumentError,
     SpecError,
     SpecKeyError,
     SpecLockedError,
@@ -81,6 +82,7 @@ __all__ = [
     "MultiOneHot",
     "NonTensor",
     "OneHot",
+    "SpecArgumentError",
     "SpecError",
     "SpecKeyError",
     "SpecLockedError",

@@ -579,7 +579,10 @@ def init_leaf(
     device: DeviceLike,
     dtype: torch.dtype,
 ) -> None:
-    """Sets the attributes every leaf spec carries."""
+    """Sets the attributes every leaf spec carries (``device`` and ``dtype`` checked)."""
+    from torchenv.specs._validate import as_device, as_dtype
+
+    owner = type(spec).__name__
     spec._set_shape(shape)
-    spec.device = to_device(device) if device is not None else _CPU
-    spec.dtype = dtype
+    spec.device = to_device(as_device(owner, device)) if device is not None else _CPU
+    spec.dtype = as_dtype(owner, dtype)

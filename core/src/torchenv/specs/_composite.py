@@ -16,6 +16,7 @@ from torchenv.specs._composite_data import CompositeDataOps
 from torchenv.specs._composite_shape import CompositeShapeOps
 from torchenv.specs._errors import SpecKeyError, SpecLockedError, SpecShapeError
 from torchenv.specs._keys import ItemsView, KeysView, ValuesView
+from torchenv.specs._torchrl import from_torchrl_spec, is_torchrl_spec
 from torchenv.specs._utils import (
     DeviceLike,
     ShapeLike,
@@ -24,6 +25,7 @@ from torchenv.specs._utils import (
     to_size,
     unravel_key,
 )
+from torchenv.specs._validate import as_device, as_shape
 
 _RESERVED = frozenset({"shape", "device", "dtype", "space"})
 _NO_DEFAULT = object()
@@ -70,8 +72,8 @@ class Composite(CompositeDataOps, CompositeShapeOps, TensorSpec):
                 raise TypeError("Composite: pass shape or batch_size, not both.")
             shape = batch_size
         self._specs: dict[str, TensorSpec | None] = {}
-        self._set_shape(to_size(shape))
-        self._device = to_device(device)
+        self._set_shape(as_shape("Composite", shape))
+        self._device = to_device(as_device("Composite", device)) if device is not None else None
         self._locked = False
         self.data_cls = data_cls
         self.step_mdp_static = step_mdp_static
@@ -233,7 +235,9 @@ class Composite(CompositeDataOps, CompositeShapeOps, TensorSpec):
             return self
         self._check_unlocked("set an entry of")
         if spec is not None:
-            if not isinstance(spec, TensorSpec):
+            if not isinstance(spec, TensorSpec) and is_torchrl_spec(spec):
+                spec = from_torchrl_spec(spec)  # a TorchRL transform adding its own spec
+            elif not isinstance(spec, TensorSpec):
                 raise TypeError(
                     f"Composite entry {name!r} must be a TensorSpec, got {type(spec).__name__}."
                 )

@@ -20,8 +20,8 @@ from torchenv.specs._utils import (
     batch_shape,
     is_float_dtype,
     to_device,
-    to_size,
 )
+from torchenv.specs._validate import as_device, as_dtype, as_shape, check_bounds
 
 
 def _dtype_limits(dtype: torch.dtype) -> tuple[float, float]:
@@ -56,7 +56,7 @@ class Unbounded(TensorSpec):
     def __new__(cls, *args: Any, **kwargs: Any) -> Unbounded:
         if cls is Unbounded:
             dtype = kwargs.get("dtype", args[2] if len(args) > 2 else None)
-            if dtype is not None and not is_float_dtype(dtype):
+            if dtype is not None and not is_float_dtype(as_dtype(cls.__name__, dtype)):
                 cls = UnboundedDiscrete
             else:
                 cls = UnboundedContinuous
@@ -75,7 +75,7 @@ class Unbounded(TensorSpec):
             raise TypeError(f"{type(self).__name__} got unexpected arguments {sorted(kwargs)}")
         init_leaf(
             self,
-            to_size(shape, (1,)),
+            as_shape(type(self).__name__, shape, default=(1,)),
             device,
             dtype if dtype is not None else torch.get_default_dtype(),
         )
@@ -180,6 +180,8 @@ class Bounded(TensorSpec):
         if cls is Bounded:
             dtype = kwargs.get("dtype", args[4] if len(args) > 4 else None)
             domain = kwargs.get("domain")
+            if dtype is not None:
+                dtype = as_dtype(cls.__name__, dtype)
             discrete = domain == "discrete" or (dtype is not None and not is_float_dtype(dtype))
             cls = BoundedDiscrete if discrete else BoundedContinuous
         return super().__new__(cls)
@@ -200,11 +202,13 @@ class Bounded(TensorSpec):
             raise TypeError(f"{type(self).__name__} got unexpected arguments {sorted(kwargs)}")
         if low is None or high is None:
             raise TypeError(f"{type(self).__name__} needs both low and high bounds.")
+        owner = type(self).__name__
         if dtype is None:
             dtype = torch.int64 if domain == "discrete" else torch.get_default_dtype()
-        dev = to_device(device) if device is not None else torch.device("cpu")
-        low_t = _as_bound(low, dtype, dev)
-        high_t = _as_bound(high, dtype, dev)
+        dtype = as_dtype(owner, dtype)
+        dev = to_device(as_device(owner, device)) if device is not None else torch.device("cpu")
+        low_t = check_bounds(owner, "low", low, dtype, dev)
+        high_t = check_bounds(owner, "high", high, dtype, dev)
         if shape is None:
             bshape = torch.broadcast_shapes(low_t.shape, high_t.shape)
             if not len(bshape):
@@ -213,7 +217,7 @@ class Bounded(TensorSpec):
                     f"(got scalar low={low!r} and high={high!r})."
                 )
             shape = bshape
-        shape = to_size(shape)
+        shape = as_shape(owner, shape)
         init_leaf(self, shape, dev, dtype)
         try:
             self._space = ContinuousBox(
@@ -224,7 +228,7 @@ class Bounded(TensorSpec):
                 f"{type(self).__name__}: low (shape {list(low_t.shape)}) and high (shape {list(high_t.shape)}) "
                 f"do not broadcast to the spec shape {list(shape)}."
             ) from None
-        if bool((self.low > self.high).any()):
+        if bool((low_t > high_t).any()):  # the bounds as given: an empty shape hides nothing
             raise ValueError(
                 f"{type(self).__name__}: low must be <= high, got low={low!r} and high={high!r}."
             )

@@ -22,8 +22,8 @@ from torchenv.specs._utils import (
     batch_shape,
     copy_if_negative_strides,
     is_float_dtype,
-    to_size,
 )
+from torchenv.specs._validate import as_count, as_shape, check_categories_fit
 
 
 def _sample_mask(mask: torch.Tensor, out_shape: tuple[int, ...]) -> torch.Tensor:
@@ -83,10 +83,10 @@ class Categorical(TensorSpec):
         dtype: torch.dtype | str = torch.long,
         mask: torch.Tensor | None = None,
     ) -> None:
-        if isinstance(dtype, str):
-            dtype = getattr(torch, dtype)
-        init_leaf(self, to_size(shape), device, dtype)
-        self.n = int(n)
+        owner = type(self).__name__
+        self.n = as_count(owner, "n", n)
+        init_leaf(self, as_shape(owner, shape), device, dtype)
+        check_categories_fit(owner, self.n, self.dtype)
         self.mask = None
         if mask is not None:
             self.update_mask(mask)
@@ -238,13 +238,12 @@ class OneHot(TensorSpec):
         use_register: bool = False,
         mask: torch.Tensor | None = None,
     ) -> None:
-        if isinstance(dtype, str):
-            dtype = getattr(torch, dtype)
-        shape = to_size(shape, (n,))
+        n = as_count("OneHot", "n", n)
+        shape = as_shape("OneHot", shape, default=(n,))
         if not len(shape) or shape[-1] != n:
             raise SpecShapeError(f"OneHot: the last dim of shape {list(shape)} must be n={n}")
         init_leaf(self, shape, device, dtype)
-        self.n = int(n)
+        self.n = n
         self.use_register = use_register
         self.mask = None
         if mask is not None:
@@ -413,7 +412,9 @@ class Binary(Categorical):
     ) -> None:
         if n is None and shape is None:
             raise TypeError("Binary needs n or shape.")
-        shape = to_size(shape, (n,))
+        if n is not None:
+            n = as_count("Binary", "n", n)
+        shape = as_shape("Binary", shape, default=(n,))
         if n is not None and (not len(shape) or shape[-1] != n):
             raise SpecShapeError(f"Binary: the last dim of shape {list(shape)} must be n={n}")
         super().__init__(2, shape, device, dtype)

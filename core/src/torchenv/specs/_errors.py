@@ -31,3 +31,7 @@ class SpecKeyError(SpecError, KeyError):
 
     def __str__(self) -> str:  # KeyError quotes its message: print it as written
         return str(self.args[0]) if self.args else ""
+
+
+class SpecArgumentError(SpecError, ValueError):
+    """A spec constructor was given a nonsensical argument (``n=-1``, a NaN bound...)."""

@@ -15,15 +15,36 @@ import torch
 from torchenv.specs._base import TensorSpec, init_leaf
 from torchenv.specs._boxes import BoxList
 from torchenv.specs._discrete import _masked_scores, _sample_mask
-from torchenv.specs._errors import SpecShapeError, SpecValueError
+from torchenv.specs._errors import SpecArgumentError, SpecShapeError, SpecValueError
 from torchenv.specs._utils import (
     DeviceLike,
     ShapeLike,
     batch_shape,
     copy_if_negative_strides,
     is_float_dtype,
-    to_size,
 )
+from torchenv.specs._validate import as_shape
+
+
+def _as_nvec(owner: str, nvec: Any) -> torch.Tensor:
+    """``nvec`` as a long tensor of whole numbers >= 1; else an error naming ``nvec``."""
+    if isinstance(nvec, (str, bytes)) or nvec is None:
+        raise TypeError(f"{owner}: nvec must be a sequence of ints >= 1; got {nvec!r}.")
+    if not isinstance(nvec, (torch.Tensor, np.ndarray)) and any(
+        isinstance(x, (bool, np.bool_)) for x in np.asarray(nvec, dtype=object).reshape(-1)
+    ):
+        raise TypeError(f"{owner}: nvec must be a sequence of ints >= 1, not bools; got {nvec!r}.")
+    try:
+        raw = nvec if isinstance(nvec, torch.Tensor) else torch.as_tensor(np.asarray(nvec))
+    except (TypeError, ValueError, RuntimeError):
+        raise TypeError(f"{owner}: nvec must be a sequence of ints >= 1; got {nvec!r}.") from None
+    if raw.dtype.is_complex or raw.dtype is torch.bool or not raw.numel():
+        raise TypeError(f"{owner}: nvec must be a non-empty sequence of ints >= 1; got {nvec!r}.")
+    if raw.dtype.is_floating_point and not bool((raw == raw.trunc()).all()):
+        raise SpecArgumentError(f"{owner}: nvec must hold whole numbers >= 1; got {nvec!r}.")
+    if bool((raw < 1).any()):
+        raise SpecArgumentError(f"{owner}: nvec must hold ints >= 1; got {nvec!r}.")
+    return raw.to(torch.long)
 
 
 def _chunks(nvec: Sequence[int]) -> tuple[list[int], list[int]]:
@@ -65,10 +86,10 @@ class MultiCategorical(TensorSpec):
         mask: torch.Tensor | None = None,
         remove_singleton: bool = True,
     ) -> None:
-        nvec_t = torch.as_tensor(nvec, dtype=torch.long)
+        nvec_t = _as_nvec("MultiCategorical", nvec)
         if nvec_t.ndim == 0:
             nvec_t = nvec_t.unsqueeze(0)
-        shape = to_size(shape, nvec_t.shape)
+        shape = as_shape("MultiCategorical", shape, default=nvec_t.shape)
         init_leaf(self, shape, device, dtype)
         try:
             self.nvec = nvec_t.to(self.device).expand(self._sshape).clone()
@@ -209,9 +230,9 @@ class MultiOneHot(TensorSpec):
         use_register: bool = False,
         mask: torch.Tensor | None = None,
     ) -> None:
-        self.nvec = [int(n) for n in (nvec.tolist() if isinstance(nvec, torch.Tensor) else nvec)]
+        self.nvec = _as_nvec("MultiOneHot", nvec).reshape(-1).tolist()
         total = sum(self.nvec)
-        shape = to_size(shape, (total,))
+        shape = as_shape("MultiOneHot", shape, default=(total,))
         if not len(shape) or shape[-1] != total:
             raise SpecShapeError(
                 f"MultiOneHot: the last dim of shape {list(shape)} must be sum(nvec)={total}"

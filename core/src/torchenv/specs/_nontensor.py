@@ -9,7 +9,8 @@ import torch
 from tensordict import NonTensorData, NonTensorStack, is_non_tensor, is_tensor_collection
 
 from torchenv.specs._base import TensorSpec
-from torchenv.specs._utils import DeviceLike, ShapeLike, batch_shape, to_device, to_size
+from torchenv.specs._utils import DeviceLike, ShapeLike, batch_shape, to_device
+from torchenv.specs._validate import as_device, as_shape
 
 
 class NonTensor(TensorSpec):
@@ -45,8 +46,8 @@ class NonTensor(TensorSpec):
     ) -> None:
         if kwargs:
             raise TypeError(f"NonTensor got unexpected arguments {sorted(kwargs)}")
-        self._set_shape(to_size(shape, (1,)))
-        self.device = to_device(device)
+        self._set_shape(as_shape("NonTensor", shape, default=(1,)))
+        self.device = to_device(as_device("NonTensor", device)) if device is not None else None
         self.dtype = dtype
         self.example_data = example_data
         if batched is not None and feature_dims is not None:

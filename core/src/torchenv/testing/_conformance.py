@@ -12,7 +12,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import torch
-from tensordict import TensorDict, TensorDictBase
+from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
 
 if TYPE_CHECKING:  # pragma: no cover
     from torchenv.envs import EnvBase
@@ -237,14 +237,16 @@ class EnvConformanceTests:
                 if follows.ndim == 0 and not follows:
                     continue  # reset between t and t + 1
                 for key in env.observation_keys:
-                    now, before = steps[t + 1].get(key), steps[t].get(_next(key))
-                    if follows.ndim:
-                        now, before = now[follows], before[follows]
-                    _assert_equal(
-                        now,
-                        before,
-                        f"rollout: {key!r} at step {t + 1} vs ('next', {key!r}) at step {t}",
-                    )
+                    for now, before in zip(
+                        _values(steps[t + 1], key), _values(steps[t], _next(key)), strict=True
+                    ):
+                        if follows.ndim:
+                            now, before = now[follows], before[follows]
+                        _assert_equal(
+                            now,
+                            before,
+                            f"rollout: {key!r} at step {t + 1} vs ('next', {key!r}) at step {t}",
+                        )
 
     def test_seeding_is_reproducible(self) -> None:
         """Two envs seeded alike (with the same random actions) give the same rollout."""
@@ -318,11 +320,12 @@ class EnvConformanceTests:
                 assert "_reset" not in out, "reset kept the '_reset' entry in its output"
                 _assert_in_spec(env.full_observation_spec, out, "partial reset output")
                 for key in env.observation_keys:
-                    _assert_equal(
-                        out.get(key)[~reset],
-                        before.get(key)[~reset],
-                        f"partial reset: {key!r} of a sub-env that was not reset",
-                    )
+                    for now, then in zip(_values(out, key), _values(before, key), strict=True):
+                        _assert_equal(
+                            now[~reset],
+                            then[~reset],
+                            f"partial reset: {key!r} of a sub-env that was not reset",
+                        )
                 for key in env.done_keys:
                     assert not out.get(key)[reset].any(), (
                         f"partial reset: {key!r} is set on a sub-env that was just reset"
@@ -334,12 +337,13 @@ class EnvConformanceTests:
                 nxt = env.step(out).get("next")
                 nxt_twin = twin.step(td_twin).get("next")
             for key in env.observation_keys:
-                _assert_equal(
-                    nxt.get(key)[~reset],
-                    nxt_twin.get(key)[~reset],
-                    f"step after a partial reset: {key!r} of a sub-env that was not reset "
-                    "differs from the same sub-env of a twin env that was never reset",
-                )
+                for now, twin_now in zip(_values(nxt, key), _values(nxt_twin, key), strict=True):
+                    _assert_equal(
+                        now[~reset],
+                        twin_now[~reset],
+                        f"step after a partial reset: {key!r} of a sub-env that was not reset "
+                        "differs from the same sub-env of a twin env that was never reset",
+                    )
 
     def test_done_flanking(self) -> None:
         """``done`` equals ``terminated | truncated`` (whichever of the two exist), everywhere."""
@@ -386,14 +390,14 @@ class EnvConformanceTests:
                     if done.any():
                         td_b = env_b.reset(td_b.set("_reset", done.clone()))
                     for key in compared:
-                        _assert_equal(
-                            out_a.get(_next(key)),
-                            out_b.get(_next(key)),
-                            f"step {t}: ('next', {key!r}) of step_and_maybe_reset vs step",
-                        )
-                        _assert_equal(
-                            td_a.get(key), td_b.get(key), f"step {t}: {key!r} after maybe-reset"
-                        )
+                        for a, b in zip(
+                            _values(out_a, _next(key)), _values(out_b, _next(key)), strict=True
+                        ):
+                            _assert_equal(
+                                a, b, f"step {t}: ('next', {key!r}) of step_and_maybe_reset vs step"
+                            )
+                        for a, b in zip(_values(td_a, key), _values(td_b, key), strict=True):
+                            _assert_equal(a, b, f"step {t}: {key!r} after maybe-reset")
 
     def test_fake_tensordict_matches_specs(self) -> None:
         """``fake_tensordict`` holds every spec'd entry with the spec's shape and dtype."""
@@ -436,7 +440,19 @@ def _assert_in_spec(
     )
     extra = batch[len(spec_batch) :]
     keys = td.keys(True, True)
+    stacked = _stacked_composites(spec)
+    for key, sub in stacked.items():
+        assert key in td.keys(True), f"{where}: missing {key!r} (a lazily stacked Composite)"
+        # the extra (time) dims of td sit right after the specs' batch dims
+        dim = sub.dim + len(extra) if sub.dim >= len(spec_batch) else sub.dim
+        for i, (member_spec, member_td) in enumerate(
+            zip(sub.unbind(sub.dim), td.get(key).unbind(dim), strict=True)
+        ):
+            where_i = f"{where}, member {i} of the lazy stack {key!r}"
+            _assert_in_spec(member_spec, member_td, where_i, check_values=check_values)
     for key in spec.keys(True, True):
+        if any(key[: len(k)] == k for k in stacked):
+            continue  # checked member by member above
         leaf = spec[key]
         assert key in keys, f"{where}: missing {key!r} (expected by its {type(leaf).__name__} spec)"
         if -1 in leaf.shape:
@@ -465,6 +481,24 @@ def _assert_in_spec(
             )
 
 
+def _stacked_composites(spec: Any) -> dict[tuple[str, ...], Any]:
+    """The lazily stacked Composites of ``spec`` (heterogeneous agents), by key, outermost only."""
+    from torchenv.specs import Composite, StackedComposite
+
+    found: dict[tuple[str, ...], Any] = {}
+
+    def walk(node: Any, prefix: tuple[str, ...]) -> None:
+        for name in node:
+            sub = node[name]
+            if isinstance(sub, StackedComposite):
+                found[(*prefix, name)] = sub
+            elif isinstance(sub, Composite):
+                walk(sub, (*prefix, name))
+
+    walk(spec, ())
+    return found
+
+
 def _assert_dynamic_leaf(leaf: Any, td: TensorDictBase, key: NestedKey, where: str) -> None:
     """Checks a leaf with ``-1`` dims: dtype, and the trailing dims that are not ``-1``."""
     for value in _values(td, key):
@@ -484,6 +518,13 @@ def _values(td: TensorDictBase, key: NestedKey) -> list[Any]:
     try:
         return [td.get(key)]
     except RuntimeError:
+        if isinstance(td, LazyStackedTensorDict):
+            return [value for sub in td.tensordicts for value in _values(sub, key)]
+        tkey = (key,) if isinstance(key, str) else tuple(key)
+        for i in range(1, len(tkey)):
+            node = td.get(tkey[:i])
+            if isinstance(node, LazyStackedTensorDict):  # heterogeneous agents
+                return [value for sub in node.tensordicts for value in _values(sub, tkey[i:])]
         if td.ndim == 0:
             raise
         return [value for sub in td.unbind(td.ndim - 1) for value in _values(sub, key)]

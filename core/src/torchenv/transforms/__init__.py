@@ -15,7 +15,7 @@ from torchenv.transforms._actions import (
 )
 from torchenv.transforms._base import ObservationTransform, Transform
 from torchenv.transforms._compose import Compose
-from torchenv.transforms._done import StepCounter
+from torchenv.transforms._done import StepCounter, TerminateTransform
 from torchenv.transforms._dtype_device import DeviceCastTransform, DoubleToFloat, DTypeCastTransform
 from torchenv.transforms._frames import CatFrames, FrameSkipTransform, NoopResetEnv, TimeMaxPool
 from torchenv.transforms._image import (
@@ -41,6 +41,7 @@ from torchenv.transforms._misc import (
     ConditionalSkip,
     EndOfLifeTransform,
     FiniteTensorDictCheck,
+    PinMemoryTransform,
     Timer,
 )
 from torchenv.transforms._normalization import ObservationNorm, VecNorm
@@ -52,6 +53,7 @@ from torchenv.transforms._reward import (
     RewardClipping,
     RewardScaling,
     RewardSum,
+    SuccessReward,
     TargetReturn,
 )
 from torchenv.transforms._tensors import (
@@ -63,6 +65,9 @@ from torchenv.transforms._tensors import (
     UnaryTransform,
 )
 from torchenv.transforms._transformed_env import AutoResetEnv, TransformedEnv
+
+# TorchRL's private helper for custom transforms, importable where TorchRL code looks for it.
+from torchenv.transforms._utils import _apply_to_composite as _apply_to_composite
 
 __all__ = [
     "ActionDiscretizer",
@@ -96,6 +101,7 @@ __all__ = [
     "ObservationNorm",
     "ObservationTransform",
     "PermuteTransform",
+    "PinMemoryTransform",
     "RemoveEmptySpecs",
     "RenameTransform",
     "Resize",
@@ -108,8 +114,10 @@ __all__ = [
     "SqueezeTransform",
     "Stack",
     "StepCounter",
+    "SuccessReward",
     "TargetReturn",
     "TensorDictPrimer",
+    "TerminateTransform",
     "TimeMaxPool",
     "Timer",
     "ToTensorImage",

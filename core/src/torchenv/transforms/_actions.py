@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Sequence
 
 import torch
@@ -202,7 +203,9 @@ class ActionDiscretizer(Transform):
             the last action dim (list or 1-d tensor; a single-element list applies to all).
         action_key: the continuous (``Bounded``) action of the parent env.
         out_action_key: where the policy writes the discrete action (default ``action_key``).
-        sampling: ``"median"`` (default), ``"low"`` or ``"high"``: the point of the interval.
+        sampling: the point of the chosen interval: ``"median"`` (default), ``"low"``,
+            ``"high"``, ``"random"`` (uniform at each step), or the same as
+            ``ActionDiscretizer.SamplingStrategy.MEDIAN`` etc. (TorchRL's enum).
         categorical: integer actions if ``True`` (default), one-hot actions otherwise.
 
     Examples:
@@ -216,17 +219,28 @@ class ActionDiscretizer(Transform):
         ('MultiOneHot', torch.Size([5]))
     """
 
-    SAMPLING = {"median": 0.5, "low": 0.0, "high": 1.0}
+    class SamplingStrategy(enum.IntEnum):
+        """Where in its interval a discrete choice lands (TorchRL's names and values)."""
+
+        MEDIAN = 0
+        LOW = 1
+        HIGH = 2
+        RANDOM = 3
+
+    # the offset of the chosen point within its interval; RANDOM draws it at each step
+    SAMPLING = {"median": 0.5, "low": 0.0, "high": 1.0, "random": None}
 
     def __init__(
         self,
         num_intervals: int | Sequence[int] | torch.Tensor,
         action_key: NestedKey = "action",
         out_action_key: NestedKey | None = None,
-        sampling: str | None = None,
+        sampling: str | SamplingStrategy | None = None,
         categorical: bool = True,
     ) -> None:
         num_intervals = _check_intervals(num_intervals)
+        if isinstance(sampling, int):  # ActionDiscretizer.SamplingStrategy (an IntEnum)
+            sampling = self.SamplingStrategy(sampling).name
         sampling = (sampling or "median").lower()
         if sampling not in self.SAMPLING:
             raise ValueError(
@@ -268,7 +282,10 @@ class ActionDiscretizer(Transform):
                     "ActionDiscretizer needs an env with a Bounded action (none seen yet)"
                 )
         index = self._to_index(action).to(self._low.dtype)
-        frac = (index + self.SAMPLING[self.sampling]) / self._n
+        offset = self.SAMPLING[self.sampling]
+        if offset is None:  # RANDOM: uniform within the chosen interval
+            offset = torch.rand(index.shape, dtype=index.dtype, device=index.device)
+        frac = (index + offset) / self._n
         value = self._low + (self._high - self._low) * frac
         return value.to(self._inner_dtype)
 

@@ -40,6 +40,13 @@ class _CallableTransform(Transform):
 def _as_transform(obj: Any) -> Transform:
     if isinstance(obj, Transform):
         return obj
+    if any(cls.__module__.startswith("torchrl.envs.transforms") for cls in type(obj).__mro__):
+        raise TypeError(
+            f"{type(obj).__name__} is a TorchRL transform: torchenv's TransformedEnv and Compose "
+            f"take torchenv transforms (torchenv.transforms.{type(obj).__name__}, where it exists). "
+            "To use TorchRL's transform, wrap the env for TorchRL: "
+            "torchrl.envs.TransformedEnv(torchenv.interop.to_torchrl(env), transform)."
+        )
     if callable(obj):
         return _CallableTransform(obj)
     raise TypeError(

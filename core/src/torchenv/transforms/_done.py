@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import torch
 from tensordict import TensorDictBase
 from tensordict.utils import NestedKey
@@ -10,7 +13,10 @@ from torchenv.specs import Bounded, Composite
 from torchenv.transforms._base import Transform
 from torchenv.transforms._utils import flag_spec_like, mask_like
 
-__all__ = ["StepCounter"]
+__all__ = [
+    "StepCounter",
+    "TerminateTransform",
+]
 
 _INT64_MAX = torch.iinfo(torch.int64).max
 
@@ -147,3 +153,58 @@ class StepCounter(Transform):
 
     def __repr__(self) -> str:
         return f"StepCounter(max_steps={self.max_steps}, step_count_key={self.step_count_key!r})"
+
+
+class TerminateTransform(Transform):
+    """Ends episodes when ``stop(next_tensordict)`` holds: it is OR-ed into the done entries.
+
+    After every step, the predicate's boolean (a scalar, or a tensor that broadcasts to the done
+    entries) is OR-ed into every ``"terminated"`` entry of the env and, with ``write_done``
+    (default), every ``"done"`` entry, so that ``rollout(break_when_any_done=True)`` stops
+    there. ``"truncated"`` entries are left alone. TorchRL's transform of the same name.
+
+    Args:
+        stop: ``next_tensordict -> bool | tensor``.
+
+    Keyword Args:
+        write_done: also set ``"done"`` (default ``True``).
+
+    Examples:
+        >>> from torchenv.envs import PendulumEnv
+        >>> from torchenv.transforms import TransformedEnv
+        >>> env = TransformedEnv(PendulumEnv(), TerminateTransform(lambda td: td["th"] > -10))
+        >>> env.rollout(50).shape  # the predicate holds at once: one step
+        torch.Size([1])
+    """
+
+    def __init__(self, stop: Callable[[TensorDictBase], Any], *, write_done: bool = True) -> None:
+        if not callable(stop):
+            raise ValueError(
+                f"TerminateTransform: stop must be callable, got {type(stop).__name__}"
+            )
+        super().__init__(in_keys=[], out_keys=[])
+        self.stop = stop
+        self.write_done = write_done
+
+    def _reset(
+        self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase
+    ) -> TensorDictBase:
+        return tensordict_reset
+
+    def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
+        flag = self.stop(next_tensordict)
+        flag = torch.as_tensor(flag, device=next_tensordict.device).bool()
+        parent = self.parent
+        for key in parent.done_keys if parent is not None else ["done"]:
+            name = key[-1] if isinstance(key, tuple) else key
+            if name == "truncated" or (name == "done" and not self.write_done):
+                continue
+            current = next_tensordict.get(key, None)
+            if current is None:
+                continue
+            extra = flag.reshape(*flag.shape, *((1,) * max(current.ndim - flag.ndim, 0)))
+            next_tensordict.set(key, current | extra.expand(current.shape))
+        return next_tensordict
+
+    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        raise RuntimeError("TerminateTransform acts on env steps; it has no standalone use")

@@ -54,8 +54,10 @@ class DTypeCastTransform(Transform):
     Args:
         dtype_in: the dtype of the env's entries.
         dtype_out: the dtype seen outside.
-        in_keys, out_keys: the entries cast forward.
-        in_keys_inv, out_keys_inv: the entries cast back (inner and outer names).
+        in_keys: the entries cast forward.
+        out_keys: where the cast entries are written (default: ``in_keys``).
+        in_keys_inv: the entries cast back (inner names).
+        out_keys_inv: their outer names (default: ``in_keys_inv``).
 
     Examples:
         >>> import torch
@@ -197,7 +199,10 @@ class DeviceCastTransform(Transform):
         orig_device: the base env's device. Defaults to the parent env's device.
 
     Keyword Args:
-        in_keys, out_keys, in_keys_inv, out_keys_inv: move only these entries.
+        in_keys: move only these entries (forward).
+        out_keys: where to write them (default: ``in_keys``).
+        in_keys_inv: move only these input entries (inverse).
+        out_keys_inv: their outer names (default: ``in_keys_inv``).
 
     Examples:
         >>> import torch

@@ -393,10 +393,7 @@ class UnsqueezeTransform(_TwoWayShapeTransform):
         return x.unsqueeze(self.dim)
 
     def _squeeze(self, x: torch.Tensor) -> torch.Tensor:
-        if x.shape[self.dim] != 1:
-            raise ValueError(
-                f"{type(self).__name__}: dim {self.dim} of shape {tuple(x.shape)} is not of size 1"
-            )
+        # As torch.squeeze and TorchRL: a dim that is not of size 1 is left alone.
         return x.squeeze(self.dim)
 
     def _apply_transform(self, obs: torch.Tensor) -> torch.Tensor:
@@ -414,6 +411,9 @@ class UnsqueezeTransform(_TwoWayShapeTransform):
 
 class SqueezeTransform(UnsqueezeTransform):
     """Removes a dim of size one at ``dim``; unsqueezes it back on inverse keys.
+
+    As ``torch.squeeze`` (and TorchRL), a ``dim`` that is not of size one is left as it is, in
+    the data and in the specs.
 
     Examples:
         >>> import torch

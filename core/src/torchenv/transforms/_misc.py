@@ -20,6 +20,7 @@ __all__ = [
     "ConditionalSkip",
     "EndOfLifeTransform",
     "FiniteTensorDictCheck",
+    "PinMemoryTransform",
     "Timer",
 ]
 
@@ -398,3 +399,33 @@ class BatchSizeTransform(Transform):
 
     def transform_input_spec(self, input_spec: Composite) -> Composite:
         return self.transform_output_spec(input_spec)
+
+
+class PinMemoryTransform(Transform):
+    """Pins the memory of every tensor of each step and reset, for faster copies to CUDA.
+
+    Where pinning is impossible (no CUDA), the data pass through as they are. TorchRL's
+    transform of the same name.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> out = PinMemoryTransform()(TensorDict(x=torch.zeros(2)))
+        >>> out["x"].is_pinned() == torch.cuda.is_available()
+        True
+    """
+
+    def __init__(self) -> None:
+        super().__init__(in_keys=[], out_keys=[])
+
+    def _call(self, next_tensordict: TensorDictBase) -> TensorDictBase:
+        if not torch.cuda.is_available():
+            return next_tensordict
+        return next_tensordict.pin_memory()
+
+    forward = _call
+
+    def _reset(
+        self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase
+    ) -> TensorDictBase:
+        return self._call(tensordict_reset)

@@ -33,7 +33,8 @@ class ObservationNorm(ObservationTransform):
         scale: the factor.
         in_keys: the observations. Defaults to ``["observation"]``.
         out_keys: where to write them. Defaults to ``in_keys``.
-        in_keys_inv, out_keys_inv: entries to which the inverse map is applied before the step.
+        in_keys_inv: entries to which the inverse map is applied before the step.
+        out_keys_inv: their outer names (default: ``in_keys_inv``).
         standard_normal: compute ``(obs - loc) / scale`` instead (``loc``, ``scale`` then are the
             mean and standard deviation).
         eps: lower bound of ``scale`` estimated by :meth:`init_stats`.
@@ -236,6 +237,34 @@ class VecNorm(Transform):
             buf = new._buffers[name]
             new._buffers[name] = None if buf is None else buf.clone()
         return new.freeze()
+
+    # The state dict holds the statistics the way TorchRL's VecNorm does: one "_extra_state"
+    # entry mapping "<key>_sum" / "<key>_ssq" / "<key>_count" to tensors (the buffers stay
+    # buffers, so that EnvCreator can still share them between workers).
+    _STATS = ("_sum", "_ssq", "_count")
+
+    def _save_to_state_dict(self, destination: dict, prefix: str, keep_vars: bool) -> None:
+        stats = {}
+        for key in self._seen():
+            for suffix, value in zip(self._STATS, self._raw(key)):
+                stats[flat_name(key) + suffix] = value if keep_vars else value.detach()
+        destination[prefix + "_extra_state"] = stats
+
+    def _load_from_state_dict(
+        self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
+    ) -> None:
+        stats = state_dict.get(prefix + "_extra_state")
+        if stats is None:
+            if strict:
+                missing_keys.append(prefix + "_extra_state")
+            return
+        for key in self.in_keys:
+            total = stats.get(flat_name(key) + "_sum")
+            if total is None:
+                continue
+            self._init_stats(key, total.shape, total.device)
+            for suffix, buffer in zip(self._STATS, self._raw(key)):
+                buffer.copy_(stats[flat_name(key) + suffix].reshape(buffer.shape))
 
     def _init_stats(self, key: NestedKey, shape, device) -> None:
         name = self._names[key]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -188,7 +188,11 @@ class gSDENoise(TensorDictPrimer):
     """
 
     def __init__(
-        self, state_dim: int | None = None, action_dim: int | None = None, shape=None, **kwargs: Any
+        self,
+        state_dim: int | None = None,
+        action_dim: int | None = None,
+        shape: Sequence[int] | None = None,
+        **kwargs: Any,
     ) -> None:
         shape = tuple(shape) if shape is not None else ()
         if state_dim is not None and action_dim is not None:

@@ -20,6 +20,7 @@ __all__ = [
     "RewardClipping",
     "RewardScaling",
     "RewardSum",
+    "SuccessReward",
     "TargetReturn",
 ]
 
@@ -534,3 +535,73 @@ class TargetReturn(Transform):
 
     def transform_state_spec(self, state_spec: Composite) -> Composite:
         return self._specs(state_spec)
+
+
+class SuccessReward(Transform):
+    """A sparse reward from a success flag: ``scale`` where ``success_key`` is set, else 0.
+
+    In an env it replaces the step's reward (the reward spec becomes a ``Bounded`` over
+    ``{0, scale}`` shaped like the success entry); on sampled data it writes the reward from the
+    flag. Nothing is written at reset. TorchRL's transform of the same name.
+
+    Args:
+        success_key: the boolean (or 0/1) success entry. Defaults to ``"success"``.
+        reward_key: the reward to write. Defaults to ``"reward"``.
+
+    Keyword Args:
+        scale: the reward on success (default ``1.0``).
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict(success=torch.tensor([[True], [False]]), batch_size=[2])
+        >>> SuccessReward(scale=2.0)(td)["reward"].squeeze(-1).tolist()
+        [2.0, 0.0]
+    """
+
+    def __init__(
+        self,
+        success_key: NestedKey = "success",
+        reward_key: NestedKey = "reward",
+        *,
+        scale: float = 1.0,
+    ) -> None:
+        super().__init__(in_keys=[success_key], out_keys=[reward_key])
+        self.scale = float(scale)
+
+    def _apply_transform(self, success: torch.Tensor) -> torch.Tensor:
+        return success.to(torch.get_default_dtype()) * self.scale
+
+    def _reset(
+        self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase
+    ) -> TensorDictBase:
+        return tensordict_reset
+
+    def transform_reward_spec(self, reward_spec: TensorSpec) -> TensorSpec:
+        success_key, reward_key = self.in_keys[0], self.out_keys[0]
+        leaf = None
+        parent = self.parent
+        if parent is not None:
+            for spec in (parent.full_observation_spec, parent.full_done_spec):
+                if success_key in spec.keys(True, True):
+                    leaf = spec[success_key]
+                    break
+        if (
+            leaf is None
+            and isinstance(reward_spec, Composite)
+            and reward_key in reward_spec.keys(True, True)
+        ):
+            leaf = reward_spec[reward_key]
+        if leaf is None:
+            raise KeyError(
+                f"SuccessReward: cannot shape the reward: {success_key!r} is not an output of "
+                f"the env and {reward_key!r} is not one of its rewards"
+            )
+        low, high = min(0.0, self.scale), max(0.0, self.scale)
+        bounded = Bounded(
+            low, high, shape=leaf.shape, device=leaf.device, dtype=torch.get_default_dtype()
+        )
+        if not isinstance(reward_spec, Composite):
+            return bounded
+        reward_spec[reward_key] = bounded
+        return reward_spec

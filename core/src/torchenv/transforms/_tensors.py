@@ -358,7 +358,10 @@ class UnaryTransform(Transform):
     The output spec is found by calling ``fn`` on a zero of the input spec.
 
     Args:
-        in_keys, out_keys, in_keys_inv, out_keys_inv: as for :class:`Transform`.
+        in_keys: as for :class:`Transform`.
+        out_keys: as for :class:`Transform`.
+        in_keys_inv: as for :class:`Transform`.
+        out_keys_inv: as for :class:`Transform`.
 
     Keyword Args:
         fn: the function applied forward.

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+from typing import Any
+
 import torch
 from tensordict.utils import NestedKey
 
-from torchenv.specs import Categorical, TensorSpec
+from torchenv.specs import Categorical, Composite, TensorSpec
 
 __all__ = ["as_tuple", "flag_spec_like", "flat_name", "mask_like", "replace_last", "reset_key_for"]
 
@@ -67,3 +71,37 @@ def flag_spec_like(done_spec: TensorSpec) -> Categorical:
         torch.Size([1])
     """
     return Categorical(2, shape=done_spec.shape, dtype=torch.bool, device=done_spec.device)
+
+
+def _apply_to_composite(function: Callable[[Any, TensorSpec], TensorSpec]) -> Callable:
+    """Decorates ``transform_observation_spec(self, spec)`` written for one leaf spec.
+
+    TorchRL's helper of the same name, for custom transforms written the TorchRL way: given a
+    ``Composite``, the decorated method is applied to a clone of each ``in_keys`` entry present
+    and the result stored under the matching ``out_keys`` entry; a leaf spec goes to the
+    method as it is.
+
+    >>> import torch
+    >>> from torchenv.specs import Composite, Unbounded
+    >>> class Doubler:
+    ...     in_keys, out_keys = ["obs"], ["obs2"]
+    ...     @_apply_to_composite
+    ...     def transform_observation_spec(self, spec):
+    ...         return Unbounded(shape=(*spec.shape[:-1], 2 * spec.shape[-1]))
+    >>> out = Doubler().transform_observation_spec(Composite(obs=Unbounded((3,))))
+    >>> out["obs2"].shape, out["obs"].shape
+    (torch.Size([6]), torch.Size([3]))
+    """
+
+    @functools.wraps(function)
+    def apply(self: Any, observation_spec: TensorSpec) -> TensorSpec:
+        if not isinstance(observation_spec, Composite):
+            return function(self, observation_spec)
+        out = observation_spec.clone()
+        present = set(observation_spec.keys(True, True))
+        for in_key, out_key in zip(self.in_keys, self.out_keys):
+            if in_key in present:
+                out[out_key] = function(self, observation_spec[in_key].clone())
+        return out
+
+    return apply

@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 # name -> module that defines it
 _EXPORTS: dict[str, str] = {
-    "BaseInfoDictReader": "torchenv_gym._info",
+    "BaseInfoDictReader": "torchenv.envs",
     "GymEnv": "torchenv_gym._env",
     "GymWrapper": "torchenv_gym._env",
-    "default_info_dict_reader": "torchenv_gym._info",
+    "default_info_dict_reader": "torchenv.envs",
     "gym_backend": "torchenv_gym._backend",
-    "gym_space_to_spec": "torchenv_gym._spaces",
-    "register_gym_spec_conversion": "torchenv_gym._spaces",
+    "gym_space_to_spec": "torchenv.spaces",
+    "register_gym_spec_conversion": "torchenv.spaces",
     "set_gym_backend": "torchenv_gym._backend",
 }
 
@@ -43,7 +43,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from torchenv.envs import BaseInfoDictReader, default_info_dict_reader  # noqa: F401
+    from torchenv.spaces import gym_space_to_spec, register_gym_spec_conversion  # noqa: F401
     from torchenv_gym._backend import gym_backend, set_gym_backend  # noqa: F401
     from torchenv_gym._env import GymEnv, GymWrapper  # noqa: F401
-    from torchenv_gym._info import BaseInfoDictReader, default_info_dict_reader  # noqa: F401
-    from torchenv_gym._spaces import gym_space_to_spec, register_gym_spec_conversion  # noqa: F401

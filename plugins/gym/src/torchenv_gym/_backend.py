@@ -29,8 +29,8 @@ SUPPORTED: dict[str, tuple[str, str | None]] = {
     "gym": ("0.23", "0.27"),
 }
 _INSTALL = {
-    "gymnasium": 'pip install "torchenv[gym]" gymnasium',
-    "gym": 'pip install "torchenv[gym]" "gym>=0.23,<0.27"',
+    "gymnasium": 'pip install "torchenv[gymnasium]"',
+    "gym": 'pip install "torchenv[gym]"',
 }
 
 _current: ModuleType | None = None

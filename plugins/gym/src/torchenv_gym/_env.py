@@ -1,9 +1,10 @@
 """``GymWrapper`` and ``GymEnv``: gym and gymnasium envs as torchenv envs.
 
-The specs and the value converters are built once, at construction; ``_step`` then calls the
-simulator, turns arrays into tensors with ``torch.from_numpy`` and builds one TensorDict, with no
-validation (what the env returns is trusted, as in TorchRL). Vectorised gymnasium envs are
-handled by :mod:`torchenv_gym._vector` and exposed with ``batch_size=[num_envs]``.
+``GymWrapper`` is an :class:`~torchenv.envs.ArrayEnv`: it fills numpy arrays from what the
+simulator returns (``_array_reset`` / ``_array_step``), and the core derives the TensorDict path
+and the direct array I/O path from them. The specs and the value converters
+(:mod:`torchenv.spaces`) are built once, at construction. Vectorised gymnasium envs are handled
+by :mod:`torchenv_gym._vector` and exposed with ``batch_size=[num_envs]``.
 """
 
 from __future__ import annotations
@@ -13,14 +14,12 @@ from typing import Any
 
 import numpy as np
 import torch
-from tensordict import TensorDict, TensorDictBase
 
-from torchenv.envs import EnvBase
+from torchenv.envs import ArrayEnv
+from torchenv.envs._array import _nest
+from torchenv.spaces import gym_space_to_spec, make_obs_array_reader, make_reader, make_writer
 from torchenv.specs import Bounded, Categorical, Composite, Unbounded
 from torchenv_gym._backend import gym_backend, registered_ids
-from torchenv_gym._codec import make_direct_obs_writer, make_reader, make_writer
-from torchenv_gym._info import BaseInfoDictReader, default_info_dict_reader
-from torchenv_gym._spaces import gym_space_to_spec
 from torchenv_gym._vector import VectorAdapter, is_vector_env
 from torchenv_gym._versions import GymApi
 
@@ -53,7 +52,7 @@ class _classproperty:
         return self.fget(owner)
 
 
-class GymWrapper(EnvBase):
+class GymWrapper(ArrayEnv):
     """A gym or gymnasium env (single or vectorised) as a torchenv env.
 
     Args:
@@ -69,7 +68,8 @@ class GymWrapper(EnvBase):
         batch_size: the env batch size; ``[num_envs]`` for vector envs (the default).
         allow_done_after_reset: passed to :class:`~torchenv.envs.EnvBase`.
 
-    Attributes not found on the wrapper are looked up on the gym env.
+    Attributes not found on the wrapper are looked up on the gym env. Info entries are read with
+    :meth:`~torchenv.envs.ArrayEnv.set_info_dict_reader`.
 
     >>> import gymnasium
     >>> env = GymWrapper(gymnasium.make("Pendulum-v1"))
@@ -126,8 +126,6 @@ class GymWrapper(EnvBase):
         self.from_pixels = from_pixels
         self.pixels_only = pixels_only
         self.frame_skip = frame_skip or 1
-        self.info_dict_reader: list[BaseInfoDictReader] = []
-        self._next_seed: int | None = None
         self._bs = torch.Size(env_batch)
         self._vec = VectorAdapter(self) if vector else None
         self._build()
@@ -151,28 +149,14 @@ class GymWrapper(EnvBase):
         enc = self._categorical_action_encoding
         obs_spec = gym_space_to_spec(obs_space, device=device, categorical_action_encoding=enc)
         act_spec = gym_space_to_spec(act_space, device=device, categorical_action_encoding=enc)
-        read = make_reader(obs_space, obs_spec, batch)
         if isinstance(obs_spec, Composite):
             obs_entries = {k: obs_spec[k] for k in obs_spec}
-            self._read_obs: Callable[[Any], dict] = read
         else:
             obs_entries = {"observation": obs_spec}
-            self._read_obs = lambda obs: {"observation": read(obs)}
         if self.from_pixels:
             frame = self._first_frame()
             pixels = Bounded(0, 255, frame.shape, dtype=torch.uint8, device=device)
             obs_entries = {"pixels": pixels} | ({} if self.pixels_only else obs_entries)
-            read_state = self._read_obs
-            render, env, pixels_only = self._api.render_env, self._env, self.pixels_only
-
-            def read_pixels(obs: Any) -> dict:
-                out = {} if pixels_only else read_state(obs)
-                out["pixels"] = torch.from_numpy(np.array(render(env), dtype=np.uint8))
-                return out
-
-            self._read_obs = read_pixels
-        self._flat_obs = all(not isinstance(s, Composite) for s in obs_entries.values())
-        self._obs_entries = obs_entries
         self.observation_spec = Composite(
             {k: s.expand(*batch, *s.shape) for k, s in obs_entries.items()},
             shape=batch,
@@ -189,16 +173,32 @@ class GymWrapper(EnvBase):
             device=device,
         )
         self._action_is_td = isinstance(act_spec, Composite)
-        # direct array I/O (torchenv.envs._direct): observations copied straight into arrays
-        self._direct_obs = (
-            None
-            if self.from_pixels
-            else make_direct_obs_writer(obs_space, self.observation_spec, batch)
-        )
         self._write_action = make_writer(act_space, act_spec, batch)
-        self._action_key = "action"
-        self._to_device = device is not None and torch.device(device).type != "cpu"
-        self._cpu = None if device is None else torch.device("cpu")
+        # observations: numpy arrays (zero-copy on the TensorDict path, copied into the caller's
+        # arrays on the direct path) where the spaces allow it, else tensors
+        arrays = make_obs_array_reader(obs_space, self.observation_spec, batch)
+        read = make_reader(obs_space, obs_spec, batch)
+        self._array_obs = arrays is not None and not self.from_pixels
+        if self.pixels_only and self.from_pixels:
+            state = None
+        elif arrays is not None:
+            state = arrays
+        elif isinstance(obs_spec, Composite):
+            state = lambda obs: _flatten(read(obs))  # noqa: E731
+        else:
+            state = lambda obs: {"observation": read(obs)}  # noqa: E731
+        self._tensor_read = read
+        if self.from_pixels:
+            render, env = self._api.render_env, self._env
+
+            def read_obs(obs: Any) -> dict:
+                out = {} if state is None else state(obs)
+                out["pixels"] = np.array(render(env), dtype=np.uint8)
+                return out
+
+            self._obs_arrays = read_obs
+        else:
+            self._obs_arrays = state
 
     def _first_frame(self) -> np.ndarray:
         self._api.reset_env(self._env, None, None)
@@ -210,136 +210,32 @@ class GymWrapper(EnvBase):
             )
         return np.asarray(frame)
 
-    # ------------------------------------------------------------------ info dicts
-    def set_info_dict_reader(
-        self,
-        info_dict_reader: BaseInfoDictReader | Callable | None = None,
-        ignore_private: bool = True,
-    ) -> GymWrapper:
-        """Add a reader that copies ``info`` entries into the outputs, and add its specs.
-
-        Without ``info_dict_reader``, a :class:`default_info_dict_reader` reading every numeric
-        entry is used. A default reader whose specs are not given finds them by running one reset
-        and one random step (see :meth:`auto_register_info_dict`). Returns the env.
-
-        >>> env = GymEnv("CartPole-v1").set_info_dict_reader()
-        """
-        reader = info_dict_reader or default_info_dict_reader(ignore_private=ignore_private)
-        if isinstance(reader, default_info_dict_reader) and not reader.complete:
-            reader.infer(self._probe_info(), tuple(self._bs))
-        self.info_dict_reader.append(reader)
-        spec = getattr(reader, "info_spec", None)
-        if spec is not None:
-            self._add_info_specs(spec)
-        return self
-
-    def auto_register_info_dict(
-        self, ignore_private: bool = True, info_dict_reader: BaseInfoDictReader | None = None
-    ) -> GymWrapper:
-        """Register a reader for every numeric info entry (or ``info_dict_reader``).
-
-        The entries are found by running one reset and one random step; the env is reset again
-        before its next use. Needed for infos to flow through ``ParallelEnv``, whose buffers come
-        from the specs.
-        """
-        reader = info_dict_reader or default_info_dict_reader(ignore_private=ignore_private)
-        if isinstance(reader, default_info_dict_reader):
-            reader.infer(self._probe_info(), tuple(self._bs))
-        return self.set_info_dict_reader(reader)
-
-    def _probe_info(self) -> dict:
-        """The info dicts of one reset and one random step, merged."""
-        _, info = self._api.reset_env(self._env, None, None)
-        spec = self.full_action_spec if self._action_is_td else self.action_spec
-        action = self._write_action(spec.rand())
-        step = (
-            self._env.step if self._vec is not None else lambda a: self._api.step_env(self._env, a)
-        )
-        step_info = step(action)[-1]
-        self._api.reset_env(self._env, None, None)
+    # ------------------------------------------------------------------ ArrayEnv methods
+    def _array_reset(
+        self, out: dict, mask: np.ndarray | None, seed: int | None, options: Any = None
+    ) -> Any:
         if self._vec is not None:
-            self._vec.last_obs = None  # the next reset is a full one
-        return dict(info or {}) | dict(step_info or {})
+            return self._vec.reset(out, mask, seed, options)
+        obs, info = self._api.reset_env(self._env, seed, options)
+        out.update(self._obs_arrays(obs))
+        return info
 
-    def _add_info_specs(self, spec: Composite) -> None:
-        batch = tuple(self._bs)
-        locked = getattr(self, "spec_locked", False)
-        if locked:
-            self.set_spec_lock_(False)
-        obs = self.observation_spec.clone()
-        for key in spec:
-            leaf = spec[key]
-            if leaf.shape[: len(batch)] != batch or not batch:
-                leaf = leaf.expand(*batch, *leaf.shape) if batch else leaf
-            obs[key] = leaf.to(self.device) if self.device is not None else leaf
-        self.observation_spec = obs
-        if locked:
-            self.set_spec_lock_(True)
-        self._flat_obs = False
-
-    def _read_info(self, info: Any, td: TensorDictBase) -> TensorDictBase:
-        for reader in self.info_dict_reader:
-            out = reader(info, td)
-            if out is not None:
-                td = out
-        return td
-
-    # ------------------------------------------------------------------ EnvBase hooks
-    def _set_seed(self, seed: int | None) -> None:
-        self._next_seed = seed
-
-    def _make_td(self, out: dict) -> TensorDictBase:
-        """The output TensorDict, built without validation (the converters made it right)."""
-        if self._to_device:  # arrays come from the simulator on the cpu
-            return TensorDict(out, batch_size=self._bs).to(self.device, non_blocking=True)
-        if self._flat_obs:
-            return TensorDict._new_unsafe(out, batch_size=self._bs, device=self._cpu, nested=False)
-        return TensorDict(out, batch_size=self._bs, device=self._cpu)
-
-    def _reset(self, tensordict: TensorDictBase | None = None, **kwargs: Any) -> TensorDictBase:
+    def _array_step(self, action: Any, out: dict) -> Any:
         if self._vec is not None:
-            return self._vec.reset(tensordict, kwargs)
-        seed = kwargs.pop("seed", None)
-        if seed is None and self._next_seed is not None:  # (nn.Module setattr is slow)
-            seed, self._next_seed = self._next_seed, None
-        for reader in self.info_dict_reader:
-            getattr(reader, "reset", lambda: None)()
-        obs, info = self._api.reset_env(self._env, seed, kwargs.pop("options", None))
-        out = self._read_obs(obs)
-        false = np.zeros(1, dtype=bool)
-        out["done"] = torch.from_numpy(false)
-        out["terminated"] = torch.from_numpy(false.copy())
-        out["truncated"] = torch.from_numpy(false.copy())
-        td = self._make_td(out)
-        if self.info_dict_reader:
-            td = self._read_info(info or {}, td)
-        return td
+            return self._vec.step(action, out)
+        obs, reward, terminated, truncated, info = self._step_raw(self._action_of(action))
+        out.update(self._obs_arrays(obs))
+        out["reward"][...] = reward
+        out["done"][...] = terminated or truncated
+        out["terminated"][...] = terminated
+        out["truncated"][...] = truncated
+        return info
 
-    def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
-        if self._vec is not None:
-            return self._vec.step(tensordict)
-        obs, reward, terminated, truncated, info = self._step_raw(self._action_of(tensordict))
-        out = self._read_obs(obs)
-        out["reward"] = torch.from_numpy(np.array([reward], dtype=np.float32))
-        # one small array, three views: fewer allocations than three arrays
-        flags = np.zeros((3, 1), dtype=bool)
-        if terminated or truncated:
-            flags[:, 0] = (True, terminated, truncated)
-        out["done"] = torch.from_numpy(flags[0])
-        out["terminated"] = torch.from_numpy(flags[1])
-        out["truncated"] = torch.from_numpy(flags[2])
-        td = self._make_td(out)
-        if self.info_dict_reader:
-            td = self._read_info(info, td)
-        return td
-
-    def _action_of(self, tensordict: TensorDictBase) -> Any:
-        """The action of ``tensordict`` in the form ``env.step`` takes."""
+    def _action_of(self, action: Any) -> Any:
+        """``action`` (numpy, or a dict of them) in the form ``env.step`` takes."""
         if self._action_is_td:
-            return self._write_action(tensordict)
-        if type(tensordict) is TensorDict:
-            return self._write_action(tensordict._tensordict[self._action_key])
-        return self._write_action(tensordict.get(self._action_key))
+            return self._write_action(_nest(action))
+        return self._write_action(action)
 
     def _step_raw(self, action: Any) -> tuple:
         """The simulator's ``(obs, reward, terminated, truncated, info)``, frame skip included."""
@@ -353,48 +249,15 @@ class GymWrapper(EnvBase):
                 reward = reward + r
         return obs, reward, terminated, truncated, info
 
-    # ------------------------------------------------------------------ direct array I/O
     def _direct_io_supported(self) -> bool:
-        """Plain observations, no info reader, no pixels, ``_step``/``_reset`` not overridden."""
-        cls = type(self)
-        return (
-            self._direct_obs is not None
-            and not self.info_dict_reader
-            and not self._action_is_td
-            and not self._to_device
-            and cls._step is GymWrapper._step
-            and cls._reset is GymWrapper._reset
-        )
-
-    def _step_into(self, action: torch.Tensor, out: dict) -> bool:
-        if self._vec is not None:
-            return self._vec.step_into(action, out)
-        obs, reward, terminated, truncated, _ = self._step_raw(self._write_action(action))
-        self._direct_obs(obs, out)
-        out["reward"][...] = reward
-        done = bool(terminated or truncated)
-        out["done"][...] = done
-        out["terminated"][...] = terminated
-        out["truncated"][...] = truncated
-        return done
-
-    def _reset_into(self, out: dict, mask: Any = None) -> None:
-        if self._vec is not None:
-            self._vec.reset_into(out, mask)
-            return
-        seed = self._next_seed
-        if seed is not None:  # (nn.Module setattr is slow)
-            self._next_seed = None
-        obs, _ = self._api.reset_env(self._env, seed, None)
-        self._direct_obs(obs, out)
-        out["done"][...] = False
-        out["terminated"][...] = False
-        out["truncated"][...] = False
+        """Array observations (no pixels, no one-hot, tuple or text spaces), array actions."""
+        return self._array_obs and not self._action_is_td and super()._direct_io_supported()
 
     # ------------------------------------------------------------------ misc
     def read_obs(self, observation: Any) -> dict:
         """Convert a raw observation of the simulator to a dict of tensors (TorchRL's name)."""
-        return self._read_obs(observation)
+        read = self._tensor_read(observation)
+        return read if isinstance(read, dict) else {"observation": read}
 
     def read_action(self, action: Any) -> Any:
         """Convert an action tensor (or TensorDict) to what ``env.step`` expects (TorchRL's name)."""
@@ -429,6 +292,18 @@ class GymWrapper(EnvBase):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(env={self._env}, batch_size={self.batch_size}, device={self.device})"
+
+
+def _flatten(values: dict, prefix: tuple = ()) -> dict:
+    """``{"a": {"b": x}}`` → ``{("a", "b"): x}`` (the keys of ``keys(True, True)``)."""
+    out = {}
+    for key, value in values.items():
+        full = (*prefix, key)
+        if isinstance(value, dict):
+            out.update(_flatten(value, full))
+        else:
+            out[full if prefix else key] = value
+    return out
 
 
 class GymEnv(GymWrapper):

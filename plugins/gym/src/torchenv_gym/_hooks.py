@@ -21,7 +21,7 @@ def torchenv_backends() -> list[Backend]:
             distribution=_DIST,
             simulator="gymnasium",
             supported=">=0.29",
-            install='pip install "torchenv[gym]" gymnasium',
+            install='pip install "torchenv[gymnasium]"',
             description="Gymnasium envs (classic control, Box2D, MuJoCo, Atari, ...), "
             "single or vectorised (num_envs=N).",
         ),
@@ -30,7 +30,7 @@ def torchenv_backends() -> list[Backend]:
             distribution=_DIST,
             simulator="gym",
             supported=">=0.23,<0.27",
-            install='pip install "torchenv[gym]" "gym>=0.23,<0.27"',
+            install='pip install "torchenv[gym]"',
             description="Legacy OpenAI gym envs (gym 0.23 to 0.26).",
         ),
     ]
@@ -60,3 +60,12 @@ def torchenv_make_env(backend: str, env_id: str, kwargs: dict[str, Any]) -> Any:
 
             raise UnknownEnvError(backend, env_id, known)
         return GymEnv(env_id, **kwargs)
+
+
+@hookimpl
+def torchenv_raw_loop(backend: str, env_id: str, kwargs: dict[str, Any]) -> Any:
+    if backend not in _LIBRARIES:
+        return None
+    from torchenv_gym._raw import make_raw_loop
+
+    return make_raw_loop(backend, env_id, kwargs)

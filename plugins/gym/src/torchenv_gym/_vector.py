@@ -29,10 +29,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
-from tensordict import TensorDict, TensorDictBase
 
-from torchenv_gym._codec import _np
 from torchenv_gym._versions import (
     AUTORESET_DISABLED,
     AUTORESET_NEXT_STEP,
@@ -95,60 +92,18 @@ class VectorAdapter:
         self.sync = type(self.env).__name__ == "SyncVectorEnv" and hasattr(self.env, "envs")
 
     # ------------------------------------------------------------------ reset
-    def reset(self, tensordict: TensorDictBase | None, kwargs: dict) -> TensorDictBase:
-        w = self.wrapper
-        mask = None
-        if tensordict is not None:
-            if type(tensordict) is TensorDict:
-                reset = tensordict._tensordict.get("_reset")
-            else:
-                reset = tensordict.get("_reset", None)
-            if reset is not None:
-                mask = _np(reset).reshape(self.num_envs)
-                if self.last_obs is None or mask.all():
-                    mask = None
-        seed = kwargs.pop("seed", None)
-        if seed is None and w._next_seed is not None:  # (nn.Module setattr is slow)
-            seed, w._next_seed = w._next_seed, None
-        obs, info = self._reset_obs(mask, seed, kwargs.pop("options", None))
-        out = w._read_obs(obs)
-        flags = np.zeros((3, *self._shape), dtype=bool)  # one allocation, three views
-        out["done"] = torch.from_numpy(flags[0])
-        out["terminated"] = torch.from_numpy(flags[1])
-        out["truncated"] = torch.from_numpy(flags[2])
-        td = w._make_td(out)
-        if w.info_dict_reader:
-            td = w._read_info(info or {}, td)
-        return td
-
-    def reset_into(self, out: dict, mask: np.ndarray | None) -> None:
-        """``reset`` for the direct array I/O: writes the rows selected by ``mask`` into ``out``."""
-        w = self.wrapper
-        if mask is not None:
-            mask = np.asarray(mask, dtype=bool).reshape(self.num_envs)
-            if self.last_obs is None or mask.all():
-                mask = None
-        seed = None
-        if w._next_seed is not None:  # (nn.Module setattr is slow)
-            seed, w._next_seed = w._next_seed, None
-        before = self.last_obs
-        obs, _ = self._reset_obs(mask, seed, None)
-        flags = ("done", "terminated", "truncated")
+    def reset(self, out: dict, mask: np.ndarray | None, seed: Any, options: Any) -> Any:
+        """``GymWrapper._array_reset``: resets the sub-envs of ``mask`` (all if ``None``) and
+        writes their first observations into the rows of ``out``; returns the info."""
+        if mask is not None and self.last_obs is None:
+            mask = None  # nothing to keep yet: a full reset
+        obs, info = self._reset_obs(mask, seed, options)
         if mask is None:
-            w._direct_obs(obs, out)
-            for name in flags:
-                out[name][...] = False
-            return
-        if not mask.any():
-            return
-        if obs is not before:  # (next-step autoreset: gymnasium resets them at the next step)
-            scratch = {name: np.empty_like(a) for name, a in out.items() if name not in flags}
-            w._direct_obs(obs, scratch)
-            for name, array in scratch.items():
-                out[name][mask] = array[mask]
-        rows = mask.reshape(self._shape)
-        for name in flags:
-            np.copyto(out[name], False, where=rows)
+            out.update(self.wrapper._obs_arrays(obs))
+        else:
+            for key, value in self.wrapper._obs_arrays(obs).items():
+                out[key][mask] = np.asarray(value)[mask]
+        return info
 
     def _reset_obs(self, mask: np.ndarray | None, seed: Any, options: Any) -> tuple[Any, Any]:
         """Reset all sub-envs (``mask`` is ``None``) or those in ``mask``; returns the batched
@@ -230,31 +185,17 @@ class VectorAdapter:
         self.last_obs = obs
         return obs, reward, terminated, truncated, done, info
 
-    def step_into(self, action: torch.Tensor, out: dict) -> bool:
-        """``step`` for the direct array I/O: the outputs are copied into the arrays ``out``."""
+    def step(self, action: Any, out: dict) -> Any:
+        """``GymWrapper._array_step``: one step of every sub-env; returns the info."""
         w = self.wrapper
-        obs, reward, terminated, truncated, done, _ = self._step_raw(w._write_action(action))
-        w._direct_obs(obs, out)
+        obs, reward, terminated, truncated, done, info = self._step_raw(w._action_of(action))
+        out.update(w._obs_arrays(obs))
         n = self._shape
-        np.copyto(out["reward"], np.reshape(reward, n), casting="unsafe")
-        np.copyto(out["done"], done.reshape(n))
-        np.copyto(out["terminated"], terminated.reshape(n))
-        np.copyto(out["truncated"], truncated.reshape(n))
-        return bool(done.any())
-
-    def step(self, tensordict: TensorDictBase) -> TensorDictBase:
-        w = self.wrapper
-        obs, reward, terminated, truncated, done, info = self._step_raw(w._action_of(tensordict))
-        out = w._read_obs(obs)
-        n = self._shape
-        out["reward"] = torch.from_numpy(np.asarray(reward, dtype=np.float32).reshape(n))
-        out["done"] = torch.from_numpy(done.reshape(n))
-        out["terminated"] = torch.from_numpy(terminated.reshape(n))
-        out["truncated"] = torch.from_numpy(truncated.reshape(n))
-        td = w._make_td(out)
-        if w.info_dict_reader:
-            td = w._read_info(info, td)
-        return td
+        out["reward"] = np.asarray(reward, dtype=np.float32).reshape(n)
+        out["done"] = done.reshape(n)
+        out["terminated"] = terminated.reshape(n)
+        out["truncated"] = truncated.reshape(n)
+        return info
 
 
 __all__ += ["AUTORESET_DISABLED", "AUTORESET_NEXT_STEP", "AUTORESET_SAME_STEP"]

@@ -1,11 +1,22 @@
-"""Move values between gym and torch: observation readers and action writers, built once per env.
+"""Move values between spaces and torch: observation readers and action writers, built once.
 
 A *reader* turns what the simulator returns for a space into a tensor (or a nested dict of tensors)
-matching the space's spec; a *writer* turns an action tensor into what ``env.step`` expects. Both are
+matching the space's spec; a *writer* turns an action (a tensor, or its numpy view) into what the
+simulator's ``step`` expects. Both are
 closures chosen at construction, so the per-step path runs no dispatch and no validation. Arrays
 become tensors with ``torch.from_numpy`` (no copy).
 
 ``batch`` is the shape of the leading dims added by a vector env (``()`` for a single env).
+
+>>> import numpy as np
+>>> from torchenv.spaces import space_to_spec
+>>> class Box:  # duck-typed: any class named Box with these attributes
+...     shape, dtype, low, high = (2,), np.dtype("float32"), -1.0, 1.0
+>>> spec = space_to_spec(Box())
+>>> make_reader(Box(), spec)(np.zeros(2, np.float32))
+tensor([0., 0.])
+>>> make_writer(Box(), spec)(spec.zero())
+array([0., 0.], dtype=float32)
 """
 
 from __future__ import annotations
@@ -20,7 +31,15 @@ from tensordict import NonTensorData, TensorDict, TensorDictBase
 
 from torchenv.specs import Composite, TensorSpec
 
-__all__ = ["make_array_writer", "make_direct_obs_writer", "make_reader", "make_writer"]
+__all__ = [
+    "make_array_reader",
+    "make_array_writer",
+    "make_direct_obs_writer",
+    "make_obs_array_reader",
+    "make_reader",
+    "make_writer",
+    "to_numpy",
+]
 
 Reader = Callable[[Any], Any]
 Writer = Callable[[Any], Any]
@@ -41,8 +60,11 @@ def _start(space: Any) -> Any:
     return start if np.any(start) else 0
 
 
-def _np(a: torch.Tensor) -> np.ndarray:
-    """The numpy view of an action tensor (detached and moved to the cpu only when needed)."""
+def to_numpy(a: torch.Tensor | np.ndarray) -> np.ndarray:
+    """The numpy view of an action tensor (detached and moved to the cpu only when needed);
+    numpy arrays are returned as they are."""
+    if type(a) is np.ndarray:
+        return a
     try:
         return a.numpy()
     except (RuntimeError, TypeError):  # requires grad, or not on the cpu
@@ -166,6 +188,62 @@ def make_direct_obs_writer(space: Any, spec: Composite, batch: tuple[int, ...] =
     return lambda obs, out: write(obs, out["observation"])
 
 
+# --------------------------------------------------------------------------------- array readers
+ArrayReader = Callable[[Any], np.ndarray]
+
+
+def make_array_reader(
+    space: Any, spec: TensorSpec, batch: tuple[int, ...] = ()
+) -> ArrayReader | None:
+    """Build ``read(value) -> numpy array`` with the spec's shape and dtype (no copy when the
+    value already is one), or ``None`` for spaces that need more (one-hot encodings, tuples,
+    text...). What :func:`make_reader` gives, before ``torch.from_numpy``.
+    """
+    kind = _kind(space)
+    name = type(spec).__name__
+    if kind in ("Box", "MultiBinary"):
+        np_dtype = np.dtype(space.dtype)
+        if kind == "Box" and tuple(space.shape) == ():
+            shape = (*batch, 1)
+            return lambda v: np.asarray(v, dtype=np_dtype).reshape(shape)
+        return lambda v: np.asarray(v, dtype=np_dtype)
+    if kind in ("Discrete", "MultiDiscrete") and name not in ("OneHot", "MultiOneHot"):
+        start = _start(space)
+        np_dtype = torch.empty((), dtype=spec.dtype).numpy().dtype
+        shape = tuple(spec.shape)
+        if isinstance(start, int) and start == 0:
+            return lambda v: np.asarray(v, dtype=np_dtype).reshape(shape)
+        return lambda v: np.asarray(np.asarray(v) - start, dtype=np_dtype).reshape(shape)
+    return None
+
+
+def make_obs_array_reader(space: Any, spec: Composite, batch: tuple[int, ...] = ()) -> Any:
+    """Build ``read(obs) -> {key: array}`` for the env's observation Composite, or ``None``.
+
+    ``spec`` holds one ``"observation"`` entry for a plain space, one entry per key for a
+    ``Dict`` space of plain spaces (a ``"state"`` key may have been renamed ``"observation"``).
+    """
+    if _kind(space) == "Dict":
+        readers = []
+        for key, sub in space.spaces.items():
+            name = key if key in spec else "observation"
+            leaf = spec.get(name, None)
+            if leaf is None or isinstance(leaf, Composite):
+                return None
+            read = make_array_reader(sub, leaf, batch)
+            if read is None:
+                return None
+            readers.append((key, name, read))
+        return lambda obs: {name: read(obs[key]) for key, name, read in readers}
+    leaf = spec.get("observation", None)
+    if leaf is None or isinstance(leaf, Composite):
+        return None
+    read = make_array_reader(space, leaf, batch)
+    if read is None:
+        return None
+    return lambda obs: {"observation": read(obs)}
+
+
 # ---------------------------------------------------------------------------------------- writers
 def make_writer(space: Any, spec: TensorSpec, batch: tuple[int, ...] = ()) -> Writer:
     """Build ``write(action_tensor) -> value`` that ``env.step`` accepts for ``space``."""
@@ -175,7 +253,7 @@ def make_writer(space: Any, spec: TensorSpec, batch: tuple[int, ...] = ()) -> Wr
         shape = (*batch, *space.shape)
 
         def write_box(a: torch.Tensor) -> np.ndarray:
-            array = _np(a)
+            array = to_numpy(a)
             if array.dtype != np_dtype or array.shape != shape:
                 array = array.astype(np_dtype).reshape(shape)
             return array
@@ -191,15 +269,15 @@ def make_writer(space: Any, spec: TensorSpec, batch: tuple[int, ...] = ()) -> Wr
                 if spec.shape[-1] == 2 and not spec.dtype.is_floating_point:
                     # argmax of two integer entries: one comparison (argmax is slow on short rows)
                     def write_two_hot(a: torch.Tensor) -> np.ndarray:
-                        array = _np(a)
+                        array = to_numpy(a)
                         index = (array[..., 1] > array[..., 0]).astype(np.intp)
                         return index + start if start_nonzero else index
 
                     start_nonzero = not (isinstance(start, int) and start == 0)
                     return write_two_hot
                 if isinstance(start, int) and start == 0:
-                    return lambda a: _np(a).argmax(-1)
-                return lambda a: _np(a).argmax(-1) + start
+                    return lambda a: to_numpy(a).argmax(-1)
+                return lambda a: to_numpy(a).argmax(-1) + start
 
             def write_one_hot(a: torch.Tensor) -> Any:
                 try:  # a short list is much faster than torch's argmax
@@ -210,27 +288,27 @@ def make_writer(space: Any, spec: TensorSpec, batch: tuple[int, ...] = ()) -> Wr
             return write_one_hot
         if batch:
             if isinstance(start, int) and start == 0:
-                return lambda a: _np(a).reshape(batch)
-            return lambda a: _np(a).reshape(batch) + start
+                return lambda a: to_numpy(a).reshape(batch)
+            return lambda a: to_numpy(a).reshape(batch) + start
         return lambda a: scalar(int(a) + start)
     if kind == "MultiDiscrete":
         start = _start(space)
         np_dtype = np.dtype(space.dtype)
         name = type(spec).__name__
         if name == "OneHot":
-            return lambda a: a.detach().cpu().argmax(-1).numpy().astype(np_dtype) + start
+            return lambda a: to_numpy(a).argmax(-1).astype(np_dtype) + start
         if name == "MultiOneHot":
             sizes = [int(n) for n in np.asarray(space.nvec)]
 
             def write_multi_one_hot(a: torch.Tensor) -> np.ndarray:
-                parts = a.detach().cpu().split(sizes, -1)
-                return np.stack([p.argmax(-1).numpy() for p in parts], -1).astype(np_dtype) + start
+                parts = np.split(to_numpy(a), np.cumsum(sizes)[:-1], -1)
+                return np.stack([p.argmax(-1) for p in parts], -1).astype(np_dtype) + start
 
             return write_multi_one_hot
-        return lambda a: a.detach().cpu().numpy().astype(np_dtype) + start
+        return lambda a: to_numpy(a).astype(np_dtype) + start
     if kind == "MultiBinary":
         np_dtype = np.dtype(space.dtype)
-        return lambda a: a.detach().cpu().numpy().astype(np_dtype)
+        return lambda a: to_numpy(a).astype(np_dtype)
     if kind == "Dict" and isinstance(spec, Composite):
         writers = {}
         for key, sub in space.spaces.items():
@@ -245,11 +323,17 @@ def make_writer(space: Any, spec: TensorSpec, batch: tuple[int, ...] = ()) -> Wr
         dim = len(batch)
         element_spec = spec[(slice(None),) * dim + (0,)] if batch else spec[0]
         write_one = make_writer(subs[0], element_spec, batch)
-        return lambda a: tuple(write_one(x) for x in a.unbind(dim))
-    to_numpy = getattr(spec, "to_numpy", None)
-    if to_numpy is None:
+        return lambda a: tuple(write_one(x) for x in _unbind(a, dim))
+    spec_to_numpy = getattr(spec, "to_numpy", None)
+    if spec_to_numpy is None:
         raise TypeError(f"Cannot write actions of {type(spec).__name__} to {space!r}.")
-    return to_numpy
+    return lambda a: spec_to_numpy(torch.from_numpy(a) if type(a) is np.ndarray else a)
+
+
+def _unbind(a: Any, dim: int) -> Any:
+    if type(a) is np.ndarray:
+        return np.moveaxis(a, dim, 0)
+    return a.unbind(dim)
 
 
 def to_tensordict(values: dict, batch_size: torch.Size, device: Any) -> TensorDictBase:

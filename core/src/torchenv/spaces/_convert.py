@@ -1,9 +1,11 @@
-"""Gym spaces → torchenv specs, through a registry users can extend.
+"""Spaces → torchenv specs, through a registry users can extend.
 
-The conversion of a space is looked up by its class, walking the class's MRO, so a subclass of
-``Box`` converts like a ``Box``. Keys are classes or names relative to ``<gym library>.spaces``
-(``"Box"``, ``"discrete.Discrete"``): a name matches any class with that name, so one registration
-covers gym and gymnasium.
+gym, gymnasium, PettingZoo and VMAS describe their envs with the same space classes (``Box``,
+``Discrete``, ``MultiDiscrete``, ``MultiBinary``, ``Dict``, ``Tuple``...). They are recognised by
+class *name*, so this module imports no simulator. The conversion of a space is looked up by its
+class, walking the class's MRO, so a subclass of ``Box`` converts like a ``Box``. Keys are classes
+or names relative to ``<library>.spaces`` (``"Box"``, ``"discrete.Discrete"``): a name matches any
+class with that name, so one registration covers gym and gymnasium.
 """
 
 from __future__ import annotations
@@ -17,7 +19,13 @@ import torch
 import torchenv.specs as specs
 from torchenv.specs import Binary, Bounded, Categorical, Composite, OneHot, TensorSpec, Unbounded
 
-__all__ = ["register_gym_spec_conversion", "gym_space_to_spec", "numpy_to_torch_dtype"]
+__all__ = [
+    "gym_space_to_spec",
+    "numpy_to_torch_dtype",
+    "register_gym_spec_conversion",
+    "register_space_conversion",
+    "space_to_spec",
+]
 
 ConversionFn = Callable[..., TensorSpec]
 _REGISTRY: dict[type | str, ConversionFn] = {}
@@ -35,8 +43,10 @@ def numpy_to_torch_dtype(dtype: Any) -> torch.dtype:
     return torch.from_numpy(np.empty((), dtype=dtype)).dtype
 
 
-def register_gym_spec_conversion(space_type: type | str) -> Callable[[ConversionFn], ConversionFn]:
-    """Register how a gym space class converts to a spec (a decorator).
+def register_space_conversion(space_type: type | str) -> Callable[[ConversionFn], ConversionFn]:
+    """Register how a space class converts to a spec (a decorator).
+
+    ``register_gym_spec_conversion`` is the same function (TorchRL's name).
 
     The function is called as ``fn(space, dtype=None, device=None, categorical_action_encoding=False,
     remap_state_to_observation=True, batch_size=None)`` and returns a spec; use ``**kwargs`` for the
@@ -47,7 +57,7 @@ def register_gym_spec_conversion(space_type: type | str) -> Callable[[Conversion
             (``"Box"``, ``"discrete.Discrete"``), which matches the class in gym and gymnasium.
 
     >>> from torchenv.specs import Unbounded
-    >>> @register_gym_spec_conversion("MyCustomSpace")
+    >>> @register_space_conversion("MyCustomSpace")
     ... def convert_custom(space, device=None, **kwargs):
     ...     return Unbounded(space.shape, device=device)
     """
@@ -68,12 +78,12 @@ def _lookup(space: Any) -> ConversionFn:
             if isinstance(key, str) and key.rsplit(".", 1)[-1] == klass.__name__:
                 return fn
     raise KeyError(
-        f"No spec conversion for the gym space {type(space).__qualname__} ({space!r}); "
-        "register one with torchenv_gym.register_gym_spec_conversion."
+        f"No spec conversion for the space {type(space).__qualname__} ({space!r}); register "
+        "one with torchenv.spaces.register_space_conversion (register_gym_spec_conversion)."
     )
 
 
-def gym_space_to_spec(
+def space_to_spec(
     space: Any,
     dtype: torch.dtype | None = None,
     device: Any = None,
@@ -81,7 +91,9 @@ def gym_space_to_spec(
     remap_state_to_observation: bool = True,
     batch_size: tuple[int, ...] | torch.Size | None = None,
 ) -> TensorSpec:
-    """Convert a gym or gymnasium space to a torchenv spec.
+    """Convert a space (gym, gymnasium, PettingZoo, VMAS...) to a torchenv spec.
+
+    ``gym_space_to_spec`` is the same function (TorchRL's name).
 
     Args:
         space: the space.
@@ -91,8 +103,9 @@ def gym_space_to_spec(
         remap_state_to_observation: rename a ``Dict`` entry ``"state"`` to ``"observation"``.
         batch_size: expand the spec to these leading dims.
 
-    >>> import gymnasium
-    >>> gym_space_to_spec(gymnasium.spaces.Discrete(3), categorical_action_encoding=True).n
+    >>> class Discrete:  # any class named like a space class converts like it
+    ...     n, start, dtype = 3, 0, np.int64
+    >>> space_to_spec(Discrete(), categorical_action_encoding=True).n
     3
     """
     spec = _lookup(space)(
@@ -108,7 +121,11 @@ def gym_space_to_spec(
     return spec
 
 
-@register_gym_spec_conversion("Box")
+register_gym_spec_conversion = register_space_conversion
+gym_space_to_spec = space_to_spec
+
+
+@register_space_conversion("Box")
 def convert_box(space: Any, dtype: torch.dtype | None = None, device: Any = None, **kwargs: Any):
     """``Box`` → ``Unbounded`` when every bound is infinite, else ``Bounded``; dtype kept."""
     shape = tuple(space.shape) or (1,)
@@ -126,7 +143,7 @@ def convert_box(space: Any, dtype: torch.dtype | None = None, device: Any = None
     return Bounded(low, high, shape, device=device, dtype=dtype)
 
 
-@register_gym_spec_conversion("discrete.Discrete")
+@register_space_conversion("discrete.Discrete")
 def convert_discrete(
     space: Any, dtype=None, device=None, categorical_action_encoding=False, **kwargs
 ) -> TensorSpec:
@@ -136,7 +153,7 @@ def convert_discrete(
     return OneHot(int(space.n), device=device, dtype=torch.long)
 
 
-@register_gym_spec_conversion("multi_discrete.MultiDiscrete")
+@register_space_conversion("multi_discrete.MultiDiscrete")
 def convert_multi_discrete(
     space: Any, dtype=None, device=None, categorical_action_encoding=False, **kwargs
 ) -> TensorSpec:
@@ -157,14 +174,14 @@ def convert_multi_discrete(
     return specs.MultiOneHot(nvec.tolist(), device=device, dtype=torch.long)
 
 
-@register_gym_spec_conversion("multi_binary.MultiBinary")
+@register_space_conversion("multi_binary.MultiBinary")
 def convert_multi_binary(space: Any, dtype=None, device=None, **kwargs) -> TensorSpec:
     """``MultiBinary(n)`` → ``Binary`` with the space's shape and dtype."""
     shape = tuple(np.atleast_1d(space.n).tolist())
     return Binary(shape=shape, device=device, dtype=numpy_to_torch_dtype(space.dtype))
 
 
-@register_gym_spec_conversion("dict.Dict")
+@register_space_conversion("dict.Dict")
 def convert_dict(space: Any, dtype=None, device=None, remap_state_to_observation=True, **kwargs):
     """``Dict`` → nested ``Composite`` (``"state"`` renamed ``"observation"`` if there is none)."""
     entries = {}
@@ -172,7 +189,7 @@ def convert_dict(space: Any, dtype=None, device=None, remap_state_to_observation
         name = key
         if remap_state_to_observation and key == "state" and "observation" not in space.spaces:
             name = "observation"
-        entries[name] = gym_space_to_spec(
+        entries[name] = space_to_spec(
             sub,
             device=device,
             remap_state_to_observation=remap_state_to_observation,
@@ -189,13 +206,13 @@ def tuple_is_stacked(leaves: list[TensorSpec]) -> bool:
     )
 
 
-@register_gym_spec_conversion("tuple.Tuple")
+@register_space_conversion("tuple.Tuple")
 def convert_tuple(space: Any, dtype=None, device=None, **kwargs) -> TensorSpec:
     """``Tuple`` → one stacked spec (leading dim = length) when every element converts to the same
     leaf spec, as in TorchRL; otherwise a ``Composite`` with keys ``"0"``, ``"1"``, ...
     """
     subs = [
-        gym_space_to_spec(
+        space_to_spec(
             sub,
             device=device,
             categorical_action_encoding=kwargs.get("categorical_action_encoding", False),
@@ -208,9 +225,9 @@ def convert_tuple(space: Any, dtype=None, device=None, **kwargs) -> TensorSpec:
     return Composite({str(i): s for i, s in enumerate(subs)}, device=device)
 
 
-@register_gym_spec_conversion("Text")
-@register_gym_spec_conversion("Sequence")
-@register_gym_spec_conversion("Graph")
+@register_space_conversion("Text")
+@register_space_conversion("Sequence")
+@register_space_conversion("Graph")
 def convert_non_tensor(space: Any, dtype=None, device=None, **kwargs) -> TensorSpec:
     """``Text``, ``Sequence`` and ``Graph`` hold variable-size values: ``NonTensor`` specs."""
     return specs.NonTensor(shape=(), device=device)

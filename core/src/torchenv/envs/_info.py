@@ -13,8 +13,8 @@ import numpy as np
 import torch
 from tensordict import TensorDictBase
 
+from torchenv.spaces._convert import numpy_to_torch_dtype
 from torchenv.specs import Categorical, Composite, TensorSpec, Unbounded
-from torchenv_gym._spaces import numpy_to_torch_dtype
 
 __all__ = ["default_info_dict_reader", "BaseInfoDictReader"]
 

@@ -6,13 +6,20 @@ import functools
 import os
 import subprocess
 import sys
+import textwrap
+import threading
 import time
 
 import pytest
 import torch
 
-from torchenv.batched import ParallelEnv, RayParallelEnv, SerialEnv, WorkerError
+from tensordict import TensorDict
+
+from torchenv.batched import EnvClosedError, ParallelEnv, RayParallelEnv, SerialEnv, WorkerError
+from torchenv.envs import EnvBase
 from torchenv.envs.builtin import CartPoleEnv, PendulumEnv
+from torchenv.specs import Bounded, Composite, Unbounded
+from torchenv.testing import BatchedEnvConformanceTests
 
 pytestmark = [pytest.mark.ray, pytest.mark.usefixtures("ray_local")]
 
@@ -21,6 +28,7 @@ pytestmark = [pytest.mark.ray, pytest.mark.usefixtures("ray_local")]
 def _conftest_by_value(ray_local, noise_env_cls):
     """The test envs live in a conftest that Ray's workers cannot import: ship them by value."""
     ray_local.cloudpickle.register_pickle_by_value(sys.modules[noise_env_cls.__module__])
+    ray_local.cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 
 def _alive(pid: int) -> bool:
@@ -135,7 +143,7 @@ def test_fan_out_state_dict_and_kwargs(noise_env_cls):
     assert env.g == pytest.approx([9.81, 19.62])
     assert env.get_count(offset=5) == [5, 5]
     assert env.bump(3.0) == [3.0, 3.0]
-    with pytest.raises(WorkerError, match="no_such_attribute"):
+    with pytest.raises(AttributeError, match="no_such_attribute"):
         _ = env.no_such_attribute
     env.load_state_dict({"stat": torch.tensor([2.0])})
     assert [float(sd["stat"]) for sd in env.state_dict().values()] == [2.0, 2.0]
@@ -149,11 +157,14 @@ def test_no_buffers_path_matches_serial(dynamic_env_cls):
     serial = SerialEnv(2, dynamic_env_cls)
     assert not ray_env._use_buffers
     torch.manual_seed(0)
-    a = ray_env.rollout(3, break_when_any_done=False)
+    a = ray_env.rollout(3, break_when_any_done=False, return_contiguous=False)
     torch.manual_seed(0)
-    b = serial.rollout(3, break_when_any_done=False)
-    assert a["next", "observation"].shape == b["next", "observation"].shape
-    torch.testing.assert_close(a["next", "observation"], b["next", "observation"])
+    b = serial.rollout(3, break_when_any_done=False, return_contiguous=False)
+    for i in range(2):
+        for t in range(3):
+            x, y = a[i, t]["next", "observation"], b[i, t]["next", "observation"]
+            assert x.shape == y.shape
+            torch.testing.assert_close(x, y)
     ray_env.close()
     serial.close()
 
@@ -227,11 +238,15 @@ def test_raising_env_is_a_worker_error_with_remote_traceback(noise_env_cls):
 
 
 def test_env_that_cannot_be_built_fails_at_start(noise_env_cls):
-    def broken(**kwargs):
-        raise OSError("no simulator here")
+    parent = os.getpid()
 
-    env = RayParallelEnv(2, [noise_env_cls, broken])  # meta-data from the first factory
-    with pytest.raises(WorkerError, match="worker 1 .*OSError during start: no simulator here"):
+    def only_here(**kwargs):  # builds in this process (the specs), not in the actors
+        if os.getpid() != parent:
+            raise OSError("no simulator here")
+        return noise_env_cls(**kwargs)
+
+    env = RayParallelEnv(2, only_here)
+    with pytest.raises(WorkerError, match="worker 0 .*OSError during start: no simulator here"):
         env.reset()
     env.close()
     assert env.actors == []
@@ -260,10 +275,10 @@ def test_close_kills_the_actors(ray_local, noise_env_cls):
     assert len(set(pids)) == 2 and all(_alive(p) for p in pids)
     env.close()
     assert env.actors == [] and env.worker_pids == []
+    assert _wait_gone(pids) == []  # ray.kill is asynchronous: the processes end soon after
     for actor in actors:
         with pytest.raises(ray_local.exceptions.RayActorError):
             ray_local.get(actor.ready.remote(), timeout=60)
-    assert _wait_gone(pids) == []
 
 
 def test_unschedulable_actor_times_out_as_worker_error(noise_env_cls):
@@ -318,3 +333,233 @@ def test_unreachable_cluster_is_a_worker_error(tmp_path):
     assert "cannot connect to the Ray cluster at 'auto'" in lines[0]
     assert "nothing answers at 127.0.0.1:" in lines[1]
     assert not (tmp_path / ".ray").exists()
+
+
+class SlowEnv(EnvBase):
+    """Each step sleeps ``pause`` seconds (a simulator that takes its time, or hangs)."""
+
+    def __init__(self, pause: float = 0.0):
+        super().__init__()
+        self.pause = pause
+        self.observation_spec = Composite(observation=Unbounded((1,)))
+        self.action_spec = Bounded(-1.0, 1.0, shape=(1,))
+        self.reward_spec = Unbounded((1,))
+
+    def _reset(self, tensordict=None, **kwargs):
+        return TensorDict(observation=torch.zeros(1), done=torch.zeros(1, dtype=torch.bool))
+
+    def _step(self, tensordict):
+        time.sleep(self.pause)
+        return TensorDict(
+            observation=torch.ones(1), reward=torch.zeros(1), done=torch.zeros(1, dtype=torch.bool)
+        )
+
+    def _set_seed(self, seed):
+        pass
+
+
+def _actor_processes() -> list[int]:
+    """Pids of the live processes running a ``RemoteWorker`` actor (Ray names them so)."""
+    return [p for p in _processes_mentioning("ray::RemoteWorker") if _alive(p)]
+
+
+def _processes_mentioning(text: str) -> list[int]:
+    pids = []
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                if text.encode() in f.read():
+                    pids.append(int(entry))
+        except OSError:
+            continue
+    return pids
+
+
+def test_reuses_the_connected_ray_and_ignores_address(ray_local):
+    """Connected already: no second ``ray.init`` (``address`` is not even looked at)."""
+    node = ray_local.get_runtime_context().get_node_id()
+    env = RayParallelEnv(1, PendulumEnv, address="127.0.0.1:1")
+    try:
+        assert env.reset().batch_size == torch.Size([1])
+        assert ray_local.get_runtime_context().get_node_id() == node
+    finally:
+        env.close()
+
+
+def test_close_from_another_thread_during_a_rollout_says_env_closed():
+    env = RayParallelEnv(2, SlowEnv, {"pause": 0.01})
+    stepped = threading.Event()
+    outcome = []
+
+    def roll():
+        try:
+            env.rollout(5000, callback=lambda *_: stepped.set(), break_when_any_done=False)
+            outcome.append("finished")
+        except Exception as err:
+            outcome.append(err)
+
+    thread = threading.Thread(target=roll)
+    thread.start()
+    assert stepped.wait(60)
+    pids = env.worker_pids
+    env.close()
+    thread.join(60)
+    assert not thread.is_alive()
+    (err,) = outcome
+    assert isinstance(err, EnvClosedError), repr(err)
+    assert "closed" in str(err) and "reset()" in str(err)
+    assert _wait_gone(pids) == []
+    td = env.reset()  # new actors; stepping works again
+    assert env.step(td.set("action", torch.zeros(2, 1)))["next", "observation"].shape == (2, 1)
+    env.close()
+
+
+def test_step_after_close_is_refused_reset_restarts():
+    env = RayParallelEnv(2, SlowEnv)
+    td = env.reset().set("action", torch.zeros(2, 1))
+    env.close()
+    with pytest.raises(EnvClosedError, match="call reset"):
+        env.step(td)
+    with pytest.raises(EnvClosedError, match="call reset"):
+        env.step_and_maybe_reset(td)
+    with pytest.raises(EnvClosedError, match="call reset"):
+        env.async_step_send(td)
+    assert env.reset().batch_size == (2,)
+    env.close()
+
+
+def test_timeout_bounds_a_hung_actor_and_close_kills_it():
+    env = RayParallelEnv(2, SlowEnv, [{}, {"pause": 600.0}], num_cpus=0.5, timeout=60)
+    assert env.timeout == 60
+    td = env.reset().set("action", torch.zeros(2, 1))
+    env.timeout = 1.0  # once started (starting an actor takes seconds on a busy machine)
+    pids = env.worker_pids
+    with pytest.raises(
+        WorkerError, match=r"worker 1 \(Ray actor, pid \d+\) did not answer step within 1 s"
+    ) as info:
+        env.step(td)
+    assert info.value.worker_index == 1 and info.value.pid == pids[1]
+    with pytest.raises(RuntimeError, match="can no longer be used"):
+        env.step(td)
+    env.close()  # the hung actor is killed without waiting for it to close its env
+    assert _wait_gone(pids) == []
+
+
+@pytest.mark.parametrize("bad", [0, -1.0, "10", True])
+def test_timeout_argument_is_checked(bad):
+    with pytest.raises(ValueError, match="timeout must be a positive number"):
+        RayParallelEnv(2, SlowEnv, timeout=bad)
+
+
+def test_garbage_collection_without_close_kills_the_actors(noise_env_cls):
+    import gc
+
+    env = RayParallelEnv(2, noise_env_cls)
+    env.reset()
+    pids = env.worker_pids
+    del env
+    gc.collect()
+    assert _wait_gone(pids) == []
+
+
+@pytest.mark.slow
+class TestRayParallelEnvConformance(BatchedEnvConformanceTests):
+    """The batched-env contract (specs, rollouts, partial resets by mask, seeding, distinct
+    sub-envs...) on one Ray actor per sub-env."""
+
+    num_envs = 3
+
+    def make_batched_env(self, num_envs):
+        return RayParallelEnv(num_envs, PendulumEnv, num_cpus=0.25)
+
+
+_OWN_RAY = """
+import os, random, signal, sys, threading, time
+import ray
+from torchenv.batched import RayParallelEnv
+from torchenv.envs.builtin import PendulumEnv
+
+def listening(port):
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as f:
+            for line in f.readlines()[1:]:
+                local, state = line.split()[1], line.split()[3]
+                if state == "0A" and int(local.rsplit(":", 1)[1], 16) == port:
+                    return True
+    return False
+
+temp_dir = sys.argv[1]
+env = RayParallelEnv(2, PendulumEnv, ray_init_kwargs={"num_cpus": 2, "_temp_dir": temp_dir})
+env.reset()  # starts Ray: not connected yet
+assert ray.is_initialized()
+print("node_ip", ray.util.get_node_ip_address())
+print("dashboard_listening", listening(8265))
+print("dashboard_processes", sum(
+    b"dashboard" in open(f"/proc/{p}/cmdline", "rb").read()
+    for p in os.listdir("/proc") if p.isdigit() and os.path.exists(f"/proc/{p}/cmdline")
+))
+env.close()
+# Ctrl-C at random moments of start / step / close: the actors always end up killed
+rng, interrupted = random.Random(0), 0
+for i in range(8):
+    timer = threading.Timer(rng.uniform(0, 1.5), os.kill, (os.getpid(), signal.SIGINT))
+    env = RayParallelEnv(2, PendulumEnv, num_cpus=0.5)
+    try:
+        timer.start()
+        env.rollout(50)
+        env.close()
+        timer.join()
+    except KeyboardInterrupt:
+        interrupted += 1
+    while True:
+        try:
+            timer.cancel(); timer.join(); break
+        except KeyboardInterrupt:
+            interrupted += 1
+    try:
+        env.close()
+    except RuntimeError:
+        pass
+print("interrupted", interrupted)
+"""
+
+
+@pytest.mark.slow
+def test_own_ray_is_local_without_dashboard_and_gone_at_exit(tmp_path):
+    """Not connected: the env starts Ray itself, on 127.0.0.1, no dashboard; Ctrl-C during
+    start / steps / close leaves no actor; at interpreter exit no Ray process and no token in
+    the home directory are left."""
+    temp_dir = tmp_path / "r"
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "HOME": str(home)}
+    for key in ("RAY_ADDRESS", "RAY_AUTH_TOKEN", "RAY_AUTH_MODE"):
+        env.pop(key, None)
+    script = tmp_path / "own_ray.py"
+    script.write_text(textwrap.dedent(_OWN_RAY))
+    proc = subprocess.run(
+        [sys.executable, str(script), str(temp_dir)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    out = dict(line.split(" ", 1) for line in proc.stdout.splitlines() if " " in line)
+    assert out["node_ip"] == "127.0.0.1"
+    assert out["dashboard_listening"] == "False"
+    assert out["dashboard_processes"] == "0"
+    assert int(out["interrupted"]) >= 1
+    deadline = time.monotonic() + 20
+    while _processes_mentioning(str(temp_dir)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _processes_mentioning(str(temp_dir)) == []
+
+
+def test_no_actor_left_after_these_tests():
+    """Runs last in this module: every env above was closed or collected."""
+    deadline = time.monotonic() + 15
+    while _actor_processes() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _actor_processes() == []

@@ -107,7 +107,10 @@ class RayParallelEnv(BatchedEnvBase):
 
     Ray is started (``ray.init(address=address, **ray_init_kwargs)``) only when this process is
     not connected yet; otherwise the current connection is used and ``address`` is ignored.
-    :meth:`close` closes the envs and kills the actors; Ray itself stays up.
+    A local Ray started here (``address=None``) is bound to 127.0.0.1 and runs no dashboard
+    unless ``ray_init_kwargs`` says otherwise. :meth:`close` closes the envs and kills the
+    actors; Ray itself stays up (for other envs) until ``ray.shutdown()`` or the end of the
+    interpreter.
 
     A worker whose env raises, whose actor dies, or a cluster that cannot be reached surface as
     :class:`~torchenv.batched.WorkerError` naming the worker, with the remote traceback.
@@ -181,7 +184,11 @@ class RayParallelEnv(BatchedEnvBase):
         if not ray.is_initialized():
             try:
                 _check_reachable(self.address)
-                ray.init(address=self.address, **self.ray_init_kwargs)
+                kwargs = dict(self.ray_init_kwargs)
+                if self.address is None:  # a local Ray: private, no web server
+                    kwargs.setdefault("include_dashboard", False)
+                    kwargs.setdefault("_node_ip_address", "127.0.0.1")
+                ray.init(address=self.address, **kwargs)
             except Exception as err:
                 where = f"the Ray cluster at {self.address!r}" if self.address else "a local Ray"
                 raise W.WorkerError(

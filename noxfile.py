@@ -33,6 +33,7 @@ DOCS_PAGES = [
     "docs/export.md",
     "docs/recording.md",
     "docs/multiagent.md",
+    "docs/ray.md",
 ]
 
 

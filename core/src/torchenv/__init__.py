@@ -126,7 +126,10 @@ _EXPORTS: dict[str, str] = {
         )
     },
     # batched
-    **{name: "torchenv.batched" for name in ("SerialEnv", "ParallelEnv", "RayParallelEnv", "EnvCreator")},
+    **{
+        name: "torchenv.batched"
+        for name in ("SerialEnv", "ParallelEnv", "RayParallelEnv", "EnvCreator")
+    },
     # versions
     "implement_for": "torchenv.versions",
     # outward interfaces

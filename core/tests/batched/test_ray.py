@@ -12,7 +12,6 @@ import time
 
 import pytest
 import torch
-
 from tensordict import TensorDict
 
 from torchenv.batched import EnvClosedError, ParallelEnv, RayParallelEnv, SerialEnv, WorkerError

@@ -8,13 +8,14 @@ arrays, the rows the command wrote come back the same way (see
 ``SerialEnv`` and ``ParallelEnv``.
 
 Each command costs a Ray round trip per worker, issued to all workers before waiting on any:
-about 0.5 ms on one machine, plus the network on a cluster (see ``benchmarks/bench_ray.py`` and
-``docs/distributed.md``). Give each actor a natively batched env (``GymEnv(num_envs=...)``,
+about 1.5 ms more than ``ParallelEnv`` on one machine, plus the network on a cluster (see
+``benchmarks/bench_ray.py`` and ``docs/ray.md``). Give each actor a natively batched env (``GymEnv(num_envs=...)``,
 VMAS, batched MuJoCo) so that the round trip is shared by many envs.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import socket
@@ -87,13 +88,11 @@ def _kill_actors(actors: list, close_first: bool, hung: frozenset = frozenset())
             try:
                 while refs and not interrupted and time.monotonic() < deadline:
                     _, refs = ray.wait(refs, num_returns=len(refs), timeout=0.1)
-            except Exception:  # noqa: S110 - a dead actor cannot close; it is killed below
+            except Exception:
                 pass
         for actor in handles:
-            try:
+            with contextlib.suppress(Exception):
                 ray.kill(actor, no_restart=True)
-            except Exception:  # noqa: S110 - already dead
-                pass
 
 
 class RayParallelEnv(BatchedEnvBase):
@@ -270,9 +269,7 @@ class RayParallelEnv(BatchedEnvBase):
         try:
             return self._gather_now(refs, workers, what)
         except Exception as err:
-            if self.__dict__["_generation"] != generation and not isinstance(
-                err, W.EnvClosedError
-            ):
+            if self.__dict__["_generation"] != generation and not isinstance(err, W.EnvClosedError):
                 raise W.EnvClosedError(
                     f"the RayParallelEnv was closed (from another thread?) during "
                     f"{self._what(what)}; reset() starts new sub-environments"
@@ -482,7 +479,9 @@ class RayParallelEnv(BatchedEnvBase):
         ids = list(range(self.num_workers)) if env_index is None else [int(i) for i in env_index]
         bad = [i for i in ids if not 0 <= i < self.num_workers]
         if bad:
-            raise IndexError(f"env_index: workers {bad} do not exist (num_workers={self.num_workers})")
+            raise IndexError(
+                f"env_index: workers {bad} do not exist (num_workers={self.num_workers})"
+            )
         busy = [i for i in ids if i in d["_inflight"]]
         if busy or len(set(ids)) != len(ids):
             raise RuntimeError(

@@ -16,6 +16,7 @@ This module imports nothing from Ray: it is importable (and testable) without it
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -168,7 +169,5 @@ class RemoteWorker:
         """Close the env (errors are swallowed: closing must not keep the actor alive)."""
         runner, self.runner = self.runner, None
         if runner is not None:
-            try:
+            with contextlib.suppress(Exception):
                 W._close_env(runner.env)
-            except Exception:  # noqa: S110 - the actor is killed right after
-                pass

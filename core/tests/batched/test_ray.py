@@ -272,6 +272,7 @@ def test_close_kills_the_actors(ray_local, noise_env_cls):
     env.reset()
     pids, actors = env.worker_pids, env.actors
     assert len(set(pids)) == 2 and all(_alive(p) for p in pids)
+    assert set(pids) <= set(_actor_processes())  # what the leak checks look for
     env.close()
     assert env.actors == [] and env.worker_pids == []
     assert _wait_gone(pids) == []  # ray.kill is asynchronous: the processes end soon after
@@ -516,6 +517,21 @@ for i in range(8):
     except RuntimeError:
         pass
 print("interrupted", interrupted)
+
+def actors():
+    out = 0
+    for p in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{p}/cmdline", "rb") as f:
+                out += f.read().startswith(b"ray::RemoteWorker")
+        except OSError:
+            pass
+    return out
+
+deadline = time.time() + 20
+while actors() and time.time() < deadline:
+    time.sleep(0.1)
+print("actors_left", actors())
 """
 
 
@@ -556,6 +572,7 @@ def test_own_ray_is_local_without_dashboard_and_gone_at_exit(tmp_path):
     out = dict(line.split(" ", 1) for line in proc.stdout.splitlines() if " " in line)
     assert out["dashboard_listening"] == "False"
     assert int(out["interrupted"]) >= 1
+    assert out["actors_left"] == "0"  # after close(), before ray.shutdown()
     assert left == []
 
 

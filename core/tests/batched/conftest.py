@@ -140,8 +140,9 @@ def _processes_mentioning(text: str) -> list[int]:
 
 @pytest.fixture(scope="session")
 def ray_local(tmp_path_factory):
-    """One local Ray for the whole session (``ray.init`` takes seconds), bound to 127.0.0.1,
-    left without a trace: token auth with a token passed in the environment (Ray 2.60 would
+    """One local Ray for the whole session (``ray.init`` takes seconds), no dashboard, asked for
+    127.0.0.1 (Ray 2.60 replaces it with the machine's address and listens on all interfaces;
+    the token is what guards it), left without a trace: token auth with a token passed in the environment (Ray 2.60 would
     otherwise write one to ``~/.ray/auth_token``), its session files in a temporary directory,
     and, after ``ray.shutdown()``, no process left that was started for it."""
     import importlib.util

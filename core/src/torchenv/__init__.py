@@ -126,7 +126,10 @@ _EXPORTS: dict[str, str] = {
         )
     },
     # batched
-    **{name: "torchenv.batched" for name in ("SerialEnv", "ParallelEnv", "EnvCreator")},
+    **{
+        name: "torchenv.batched"
+        for name in ("SerialEnv", "ParallelEnv", "RayParallelEnv", "EnvCreator")
+    },
     # versions
     "implement_for": "torchenv.versions",
     # outward interfaces
@@ -173,7 +176,12 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    from torchenv.batched import EnvCreator, ParallelEnv, SerialEnv  # noqa: F401
+    from torchenv.batched import (  # noqa: F401
+        EnvCreator,
+        ParallelEnv,
+        RayParallelEnv,
+        SerialEnv,
+    )
     from torchenv.envs import EnvBase, check_env_specs, step_mdp  # noqa: F401
     from torchenv.registry import backends, list_envs, make  # noqa: F401
     from torchenv.specs import Composite, TensorSpec  # noqa: F401

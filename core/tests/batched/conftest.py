@@ -121,3 +121,78 @@ def noise_env_cls():
 @pytest.fixture
 def dynamic_env_cls():
     return DynamicEnv
+
+
+def _processes_mentioning(text: str) -> list[int]:
+    """Pids of the live processes whose command line contains ``text``."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                if text.encode() in f.read():
+                    pids.append(int(entry))
+        except OSError:
+            continue
+    return pids
+
+
+@pytest.fixture(scope="session")
+def ray_local(tmp_path_factory):
+    """One local Ray for the whole session (``ray.init`` takes seconds), no dashboard, asked for
+    127.0.0.1 (Ray 2.60 replaces it with the machine's address and listens on all interfaces;
+    the token is what guards it), left without a trace: token auth with a token passed in the environment (Ray 2.60 would
+    otherwise write one to ``~/.ray/auth_token``), its session files in a temporary directory,
+    and, after ``ray.shutdown()``, no process left that was started for it."""
+    import importlib.util
+    import secrets
+    import shutil
+    import sys
+    import tempfile
+    import time
+
+    if importlib.util.find_spec("ray") is None:
+        pytest.skip("RayParallelEnv tests need ray (pip install 'torchenv[ray]')")
+    if "ray" in sys.modules and sys.modules["ray"].is_initialized():  # pragma: no cover
+        yield sys.modules["ray"]  # someone else's Ray: use it, do not stop it
+        return
+    home_ray = os.path.join(os.path.expanduser("~"), ".ray")
+    had_home_ray = os.path.exists(home_ray)
+    env_vars = {  # set before Ray is imported: it reads them once
+        "RAY_AUTH_MODE": "token",
+        "RAY_AUTH_TOKEN": secrets.token_hex(32),
+        "RAY_USAGE_STATS_ENABLED": "0",
+    }
+    saved = {k: os.environ.get(k) for k in env_vars}
+    os.environ.update(env_vars)
+    import ray
+
+    # short: Ray's unix socket paths live under it (about 100 characters at most)
+    temp_dir = tempfile.mkdtemp(prefix="ray-", dir="/tmp")
+    try:
+        ray.init(
+            num_cpus=2,
+            include_dashboard=False,
+            _node_ip_address="127.0.0.1",
+            _temp_dir=temp_dir,
+            log_to_driver=False,
+            configure_logging=False,
+        )
+        yield ray
+    finally:
+        ray.shutdown()
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        deadline = time.monotonic() + 15
+        while _processes_mentioning(temp_dir) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        left = _processes_mentioning(temp_dir)
+        shutil.rmtree(temp_dir, ignore_errors=True)
+        assert not left, f"Ray processes still running after ray.shutdown(): {left}"
+        assert not os.path.exists(temp_dir), f"{temp_dir} could not be removed"
+        if not had_home_ray:
+            assert not os.path.exists(home_ray), f"Ray wrote {home_ray}"

@@ -123,6 +123,8 @@ _EXPORTS: dict[str, str] = {
             "UnsqueezeTransform",
             "VecNorm",
             "gSDENoise",
+            "auto_unwrap_transformed_env",
+            "set_auto_unwrap_transformed_env",
         )
     },
     # batched

@@ -266,6 +266,25 @@ class TensorSpec:
                 )
         return out
 
+    def memoize_encode(self, mode: bool = True) -> None:
+        """TorchRL's switch for caching the encode path (composites apply it to every entry).
+
+        :meth:`encode` here takes one direct path chosen by the spec's class, so there is nothing
+        to cache: the switch is recorded in ``_encode_memoized`` and ``encode`` is unchanged.
+
+        >>> from torchenv.specs import Unbounded
+        >>> spec = Unbounded(2)
+        >>> spec.memoize_encode()
+        >>> spec.encode([1.0, 2.0])
+        tensor([1., 2.])
+        """
+        self._encode_memoized = bool(mode)
+        for sub in self._memo_children():
+            sub.memoize_encode(mode)
+
+    def _memo_children(self) -> tuple[TensorSpec, ...]:
+        return ()
+
     def to_numpy(self, val: torch.Tensor, safe: bool | None = None) -> np.ndarray:
         """Converts ``val`` to a numpy array (checking it belongs to the spec when ``safe``)."""
         if safe:

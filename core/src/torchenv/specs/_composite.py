@@ -327,6 +327,9 @@ class Composite(CompositeDataOps, CompositeShapeOps, TensorSpec):
     def __len__(self) -> int:
         return len(self._specs)
 
+    def _memo_children(self) -> tuple[TensorSpec, ...]:
+        return tuple(spec for spec in self._specs.values() if spec is not None)
+
     def __contains__(self, key: Any) -> bool:
         return key in self.keys(include_nested=isinstance(key, tuple))
 

@@ -96,6 +96,19 @@ class Categorical(TensorSpec):
     def space(self) -> CategoricalBox:
         return CategoricalBox(self.n)
 
+    @space.setter
+    def space(self, box: CategoricalBox) -> None:
+        # TorchRL lets users assign ``spec.space``; the category count follows the box.
+        if not isinstance(box, CategoricalBox):
+            raise TypeError(
+                f"{type(self).__name__}.space: expected a CategoricalBox, got {type(box).__name__}"
+            )
+        n = as_count(type(self).__name__, "space.n", box.n)
+        check_categories_fit(type(self).__name__, n, self.dtype)
+        self.n = n
+        self.mask = None
+        self._refresh()
+
     def _mask_shape(self) -> tuple[int, ...]:
         return (*self._sshape, self.n)
 

@@ -13,6 +13,10 @@ from torchenv.transforms._actions import (
     DiscreteActionProjection,
     MultiAction,
 )
+from torchenv.transforms._auto_unwrap import (
+    auto_unwrap_transformed_env,
+    set_auto_unwrap_transformed_env,
+)
 from torchenv.transforms._base import ObservationTransform, Transform
 from torchenv.transforms._compose import Compose
 from torchenv.transforms._done import StepCounter, TerminateTransform
@@ -70,6 +74,8 @@ from torchenv.transforms._transformed_env import AutoResetEnv, TransformedEnv
 from torchenv.transforms._utils import _apply_to_composite as _apply_to_composite
 
 __all__ = [
+    "auto_unwrap_transformed_env",
+    "set_auto_unwrap_transformed_env",
     "ActionDiscretizer",
     "ActionMask",
     "AutoResetEnv",

@@ -13,6 +13,7 @@ from torchenv.envs import EnvBase
 from torchenv.envs._reset import save_auto_reset
 from torchenv.envs._step import _merge_sub_next, _skip_next
 from torchenv.specs import Composite
+from torchenv.transforms._auto_unwrap import auto_unwrap_transformed_env
 from torchenv.transforms._base import Transform
 from torchenv.transforms._compose import Compose, _as_transform
 
@@ -125,7 +126,7 @@ class TransformedEnv(EnvBase):
         if device is not None:
             base_env = base_env.to(device)
         if auto_unwrap is None:
-            auto_unwrap = True
+            auto_unwrap = auto_unwrap_transformed_env()
         inner: list[Transform] = []
         if auto_unwrap and type(base_env) is TransformedEnv and type(self) is TransformedEnv:
             inner = [t.clone() for t in base_env.transform]

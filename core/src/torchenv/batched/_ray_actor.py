@@ -27,7 +27,7 @@ import torch
 from torchenv.batched import _worker as W
 from torchenv.batched._shared import BufferGroup, FlatBuffer
 
-__all__ = ["RemoteWorker", "as_arrays", "copy_arrays"]
+__all__ = ["EnvWorker", "RemoteWorker", "as_arrays", "copy_arrays"]
 
 
 def as_arrays(rows: Sequence[tuple[tuple, torch.Tensor]]) -> list:
@@ -59,8 +59,11 @@ def _snapshot(arrays: Sequence[Any]) -> list:
     return [a if isinstance(a, np.ndarray) else a.clone() for a in arrays]
 
 
-class RemoteWorker:
-    """One sub-environment of a ``RayParallelEnv``, living in a Ray actor.
+class EnvWorker:
+    """One sub-environment of a ``RayParallelEnv`` and the commands it answers.
+
+    It leaves process-wide settings alone: :class:`RemoteWorker`, the class Ray runs in an
+    actor (a process of its own), adds those.
 
     Args:
         index: the worker index (in error messages).
@@ -68,11 +71,10 @@ class RemoteWorker:
         create_env_kwargs: keyword arguments for ``create_env_fn``.
         leaves: ``{"in"|"next"|"root": [(key, dtype, shape), ...]}``, this worker's leaves as
             the parent laid them out, or ``None`` when the env runs without buffers.
-        num_threads: torch threads in the actor (``None``: unchanged).
 
     Examples:
         >>> from torchenv.envs import PendulumEnv
-        >>> worker = RemoteWorker(0, PendulumEnv, {}, None, 1)
+        >>> worker = EnvWorker(0, PendulumEnv, {}, None)
         >>> worker.ready()[0]
         'ok'
         >>> worker.run(W.OP_SEED, (0, False))[0]
@@ -86,11 +88,7 @@ class RemoteWorker:
         create_env_fn: Callable,
         create_env_kwargs: dict,
         leaves: dict | None,
-        num_threads: int | None,
     ) -> None:
-        if num_threads is not None:
-            torch.set_num_threads(num_threads)
-        torch.set_grad_enabled(False)
         self.index = index
         self.runner: W.EnvRunner | None = None
         self.init_error: tuple[str, str, str] | None = None
@@ -171,3 +169,30 @@ class RemoteWorker:
         if runner is not None:
             with contextlib.suppress(Exception):
                 W._close_env(runner.env)
+
+
+class RemoteWorker(EnvWorker):
+    """The :class:`EnvWorker` a Ray actor runs: the actor's process is its own, so it sets
+    torch's thread count there and turns autograd off (envs never need it; the parent's
+    tensors carry no graph through Ray). Ray names the actor's process ``ray::RemoteWorker``.
+
+    Args:
+        index: the worker index (in error messages).
+        create_env_fn: a picklable callable returning an env.
+        create_env_kwargs: keyword arguments for ``create_env_fn``.
+        leaves: this worker's leaves, as for :class:`EnvWorker`.
+        num_threads: torch threads in the actor (``None``: unchanged).
+    """
+
+    def __init__(
+        self,
+        index: int,
+        create_env_fn: Callable,
+        create_env_kwargs: dict,
+        leaves: dict | None,
+        num_threads: int | None,
+    ) -> None:
+        if num_threads is not None:
+            torch.set_num_threads(num_threads)
+        torch.set_grad_enabled(False)
+        super().__init__(index, create_env_fn, create_env_kwargs, leaves)

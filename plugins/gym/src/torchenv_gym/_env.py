@@ -174,6 +174,8 @@ class GymWrapper(ArrayEnv):
         )
         self._action_is_td = isinstance(act_spec, Composite)
         self._write_action = make_writer(act_space, act_spec, batch)
+        # one env, Discrete: the writer reads the tensor itself (tolist), skip its numpy view
+        self._tensor_action = not batch and type(act_space).__name__ == "Discrete"
         # observations: numpy arrays (zero-copy on the TensorDict path, copied into the caller's
         # arrays on the direct path) where the spaces allow it, else tensors
         arrays = make_obs_array_reader(obs_space, self.observation_spec, batch)
@@ -223,13 +225,20 @@ class GymWrapper(ArrayEnv):
     def _array_step(self, action: Any, out: dict) -> Any:
         if self._vec is not None:
             return self._vec.step(action, out)
-        obs, reward, terminated, truncated, info = self._step_raw(self._action_of(action))
+        if not self._action_is_td:
+            action = self._write_action(action)
+        else:
+            action = self._write_action(_nest(action))
+        obs, reward, terminated, truncated, info = self._step_raw(action)
         out.update(self._obs_arrays(obs))
         out["reward"][...] = reward
         out["done"][...] = terminated or truncated
         out["terminated"][...] = terminated
         out["truncated"][...] = truncated
         return info
+
+    def _array_action(self, action: torch.Tensor) -> Any:
+        return action if self._tensor_action else super()._array_action(action)
 
     def _action_of(self, action: Any) -> Any:
         """``action`` (numpy, or a dict of them) in the form ``env.step`` takes."""

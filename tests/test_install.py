@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import venv
@@ -89,6 +90,13 @@ def test_readme_and_hints_list_install_commands_with_promises():
 @pytest.mark.parametrize("command", sorted(set(readme_install_commands()) | set(hint_commands())))
 def test_readme_install_command_works_from_built_wheels(command, dist_dir, tmp_path):
     env_dir = tmp_path / "venv"
+    try:
+        _install_and_check(command, dist_dir, env_dir)
+    finally:  # a venv with torch is about 1 GB: none is kept for pytest's last three runs
+        shutil.rmtree(env_dir, ignore_errors=True)
+
+
+def _install_and_check(command: str, dist_dir: Path, env_dir: Path) -> None:
     venv.EnvBuilder(with_pip=True).create(env_dir)
     python = str(env_dir / "bin" / "python")
     args = shlex.split(command)[2:]  # after "pip install"

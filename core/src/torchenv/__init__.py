@@ -122,6 +122,7 @@ _EXPORTS: dict[str, str] = {
             "UnaryTransform",
             "UnsqueezeTransform",
             "VecNorm",
+            "ExpandAs",
             "gSDENoise",
             "auto_unwrap_transformed_env",
             "set_auto_unwrap_transformed_env",

@@ -63,6 +63,7 @@ from torchenv.transforms._reward import (
 from torchenv.transforms._tensors import (
     CatTensors,
     ClipTransform,
+    ExpandAs,
     Hash,
     SignTransform,
     Stack,
@@ -95,6 +96,7 @@ __all__ = [
     "DoubleToFloat",
     "EndOfLifeTransform",
     "ExcludeTransform",
+    "ExpandAs",
     "FiniteTensorDictCheck",
     "FlattenObservation",
     "FrameSkipTransform",

@@ -123,6 +123,7 @@ _EXPORTS: dict[str, str] = {
             "UnsqueezeTransform",
             "VecNorm",
             "ExpandAs",
+            "NextObservationDelta",
             "gSDENoise",
             "auto_unwrap_transformed_env",
             "set_auto_unwrap_transformed_env",

@@ -50,6 +50,7 @@ from torchenv.transforms._misc import (
 )
 from torchenv.transforms._normalization import ObservationNorm, VecNorm
 from torchenv.transforms._primers import InitTracker, TensorDictPrimer, TrajCounter, gSDENoise
+from torchenv.transforms._replay import NextObservationDelta
 from torchenv.transforms._reward import (
     BinarizeReward,
     LineariseRewards,
@@ -105,6 +106,7 @@ __all__ = [
     "InitTracker",
     "LineariseRewards",
     "MultiAction",
+    "NextObservationDelta",
     "NoopResetEnv",
     "ObservationNorm",
     "ObservationTransform",

@@ -124,6 +124,7 @@ _EXPORTS: dict[str, str] = {
             "VecNorm",
             "ExpandAs",
             "NextObservationDelta",
+            "RandomTruncationTransform",
             "gSDENoise",
             "auto_unwrap_transformed_env",
             "set_auto_unwrap_transformed_env",

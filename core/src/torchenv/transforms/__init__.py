@@ -19,7 +19,7 @@ from torchenv.transforms._auto_unwrap import (
 )
 from torchenv.transforms._base import ObservationTransform, Transform
 from torchenv.transforms._compose import Compose
-from torchenv.transforms._done import StepCounter, TerminateTransform
+from torchenv.transforms._done import RandomTruncationTransform, StepCounter, TerminateTransform
 from torchenv.transforms._dtype_device import DeviceCastTransform, DoubleToFloat, DTypeCastTransform
 from torchenv.transforms._frames import CatFrames, FrameSkipTransform, NoopResetEnv, TimeMaxPool
 from torchenv.transforms._image import (
@@ -112,6 +112,7 @@ __all__ = [
     "ObservationTransform",
     "PermuteTransform",
     "PinMemoryTransform",
+    "RandomTruncationTransform",
     "RemoveEmptySpecs",
     "RenameTransform",
     "Resize",

@@ -125,6 +125,8 @@ _EXPORTS: dict[str, str] = {
             "ExpandAs",
             "NextObservationDelta",
             "RandomTruncationTransform",
+            "MultiStepTransform",
+            "RandomCropTensorDict",
             "gSDENoise",
             "auto_unwrap_transformed_env",
             "set_auto_unwrap_transformed_env",

@@ -50,7 +50,11 @@ from torchenv.transforms._misc import (
 )
 from torchenv.transforms._normalization import ObservationNorm, VecNorm
 from torchenv.transforms._primers import InitTracker, TensorDictPrimer, TrajCounter, gSDENoise
-from torchenv.transforms._replay import NextObservationDelta
+from torchenv.transforms._replay import (
+    MultiStepTransform,
+    NextObservationDelta,
+    RandomCropTensorDict,
+)
 from torchenv.transforms._reward import (
     BinarizeReward,
     LineariseRewards,
@@ -106,12 +110,14 @@ __all__ = [
     "InitTracker",
     "LineariseRewards",
     "MultiAction",
+    "MultiStepTransform",
     "NextObservationDelta",
     "NoopResetEnv",
     "ObservationNorm",
     "ObservationTransform",
     "PermuteTransform",
     "PinMemoryTransform",
+    "RandomCropTensorDict",
     "RandomTruncationTransform",
     "RemoveEmptySpecs",
     "RenameTransform",

@@ -246,3 +246,61 @@ def test_device_cast_transform_to_cuda():
     td = env.rand_step()
     assert td["next", "observation"].device.type == "cuda"
     assert base.actions[-1].device.type == "cpu"
+
+
+# ----------------------------------------------------------------------------- ExpandAs
+def test_expand_as_standalone_expands_to_the_right():
+    from torchenv.transforms import ExpandAs
+
+    td = TensorDict(a=torch.tensor([1.0, 2.0]), b=torch.zeros(2, 3, 4), batch_size=[2])
+    out = ExpandAs("a", "b")(td)
+    assert out["a"].shape == (2, 3, 4)
+    assert (out["a"][1] == 2.0).all() and (out["a"][0] == 1.0).all()
+
+
+def test_expand_as_done_under_a_new_key_is_an_observation():
+    # TorchRL 0.14.1: done_x spec Categorical(shape=[3], bool) in the observation spec; reset
+    # writes done_x of shape [3]; a rollout of 3 steps holds [3, 3] at the root and in "next".
+    from torchenv.transforms import ExpandAs
+
+    env = TransformedEnv(CountingEnv(), ExpandAs("done", "observation", out_key="done_x"))
+    spec = env.observation_spec["done_x"]
+    assert spec.shape == (3,) and spec.dtype == torch.bool
+    assert sorted(env.full_done_spec.keys()) == ["done", "terminated", "truncated"]
+    check_env_specs(env)
+    assert env.reset()["done_x"].shape == (3,)
+    rollout = env.rollout(3)
+    assert rollout["done_x"].shape == (3, 3) and rollout["next", "done_x"].shape == (3, 3)
+
+
+def test_expand_as_in_place_done_and_reward_from_spec():
+    from torchenv.transforms import ExpandAs
+
+    env = TransformedEnv(CountingEnv(batch_size=(2,)), ExpandAs("done", "observation"))
+    assert env.full_done_spec["done"].shape == (2, 3)
+    assert "done" not in env.observation_spec.keys(True, True)
+    check_env_specs(env)
+    assert env.reset()["done"].shape == (2, 3)
+    assert env.rollout(2)["next", "done"].shape == (2, 2, 3)
+    # a reward expanded under a new key is a reward; nothing is written at reset
+    env = TransformedEnv(CountingEnv(), ExpandAs("reward", "observation", "rx"))
+    assert env.full_reward_spec["rx"].shape == (3,)
+    assert env.full_reward_spec["rx"].dtype == torch.float64
+    check_env_specs(env)
+    assert "rx" not in env.reset().keys(True, True)
+
+
+def test_expand_as_errors_name_the_key():
+    from torchenv.transforms import ExpandAs
+
+    t = ExpandAs("a", "b")
+    with pytest.raises(KeyError, match="'b'"):
+        t(TensorDict(a=torch.tensor([1.0, 2.0]), batch_size=[2]))
+    with pytest.raises(KeyError, match="'a'"):
+        t(TensorDict(b=torch.tensor([1.0, 2.0]), batch_size=[2]))
+    with pytest.raises(RuntimeError, match=r"\(2, 5\)"):
+        t(TensorDict(a=torch.ones(2, 5), b=torch.zeros(2, 3, 4), batch_size=[2]))
+    with pytest.raises(KeyError, match="zzz"):
+        _ = TransformedEnv(CountingEnv(), ExpandAs("done", "zzz")).observation_spec
+    with pytest.raises(KeyError, match="zzz"):
+        _ = TransformedEnv(CountingEnv(), ExpandAs("zzz", "done")).observation_spec

@@ -333,3 +333,68 @@ def test_pin_memory_transform_passes_data_through_without_cuda():
     rollout = env.rollout(3)
     assert rollout.shape == (3,)
     assert rollout["next", "th"].is_pinned() == torch.cuda.is_available()
+
+
+# ----------------------------------------------------------------------------- RandomTruncation
+def _random_truncation_env():
+    from torchenv.transforms import RandomTruncationTransform
+
+    return TransformedEnv(
+        CountingEnv(batch_size=(4,)),
+        Compose(StepCounter(), RandomTruncationTransform(2, 5, prob=0.5)),
+    )
+
+
+def test_random_truncation_draws_torchrl_horizons():
+    check_env_specs(_random_truncation_env())
+    env = _random_truncation_env()
+    assert sorted(env.full_done_spec.keys()) == ["done", "terminated", "truncated"]
+    torch.manual_seed(0)
+    env.reset()
+    assert env.transform[1]._horizons.squeeze(-1).tolist() == [5, 5, 4, 1]
+    rollout = env.rollout(
+        12,
+        lambda td: td.set("action", torch.full((4, 1), 0.5, dtype=torch.float64)),
+        break_when_any_done=False,
+    )
+    # TorchRL 0.14.1, same seed, env and policy: step counts per step (rows) and sub-env
+    expected_counts = [
+        [1, 1, 1, 1], [2, 2, 2, 1], [3, 3, 3, 2], [4, 4, 4, 3], [5, 5, 1, 4], [1, 1, 2, 5],
+        [2, 2, 3, 1], [3, 3, 4, 2], [1, 4, 5, 1], [2, 5, 1, 2], [3, 1, 2, 3], [4, 2, 3, 4],
+    ]  # fmt: skip
+    assert rollout["next", "step_count"].squeeze(-1).T.tolist() == expected_counts
+    truncated = rollout["next", "truncated"].squeeze(-1).T.int().tolist()
+    assert truncated[7] == [1, 0, 0, 1] and truncated[0] == [0, 0, 0, 1]
+    assert (rollout["next", "truncated"] <= rollout["next", "done"]).all()
+    assert env.transform[1]._horizons.squeeze(-1).tolist() == [5, 5, 4, 5]
+
+
+def test_random_truncation_adds_a_truncated_spec_and_needs_a_step_counter():
+    from torchenv.transforms import RandomTruncationTransform
+
+    env = TransformedEnv(
+        PendulumEnv(), Compose(StepCounter(), RandomTruncationTransform(3, 3, prob=1.0))
+    )
+    assert sorted(env.full_done_spec.keys()) == ["done", "terminated", "truncated"]  # added
+    assert env.rollout(10).shape[0] <= 3
+    with pytest.raises(RuntimeError, match="StepCounter"):
+        TransformedEnv(CountingEnv(), RandomTruncationTransform(2, 5))
+    with pytest.raises(NotImplementedError):
+        RandomTruncationTransform(1, 3)(TensorDict())
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "match"),
+    [
+        ((0, 5), {}, "min_horizon must be >= 1, got 0"),
+        ((3, 2), {}, r"min_horizon \(3\) must be <= max_horizon \(2\)"),
+        ((1, 0), {}, "max_horizon must be >= 1, got 0"),
+        ((1, 3), {"prob": 2.0}, r"prob must be in \[0, 1\], got 2.0"),
+        ((1, 3), {"first_episode_prob": -1}, "first_episode_prob must be in"),
+    ],
+)
+def test_random_truncation_bad_arguments(args, kwargs, match):
+    from torchenv.transforms import RandomTruncationTransform
+
+    with pytest.raises(ValueError, match=match):
+        RandomTruncationTransform(*args, **kwargs)

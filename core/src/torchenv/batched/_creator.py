@@ -184,7 +184,13 @@ class EnvCreator:
 
 
 def _meta_data(env: Any) -> dict:
-    """What a batched env needs to know about a sub-env without running it."""
+    """What a batched env needs to know about a sub-env without running it.
+
+    Raises if a transform of the sub-env cannot run inside a batched env's worker.
+    """
+    check = getattr(env, "_check_batched_worker_compat", None)
+    if check is not None:
+        check()
     return {
         "batch_size": env.batch_size,
         "device": env.device,

@@ -525,6 +525,11 @@ class EnvBase(_EnvSpecs, TorchRLInternals, torch.nn.Module, metaclass=_EnvMeta):
         if saved is not None:
             self.__dict__["_auto_reset_saved"] = saved
 
+    #: ``(tensordict, tensordict_) -> (tensordict, tensordict_)`` run after ``step_mdp`` in
+    #: ``step_and_maybe_reset`` and ``rollout`` (before the reset), or ``None`` (the default:
+    #: no call). ``TransformedEnv`` sets it when a transform needs it.
+    _post_step_mdp_hooks: Callable[..., tuple[TensorDictBase, TensorDictBase]] | None = None
+
     def step_and_maybe_reset(
         self, tensordict: TensorDictBase
     ) -> tuple[TensorDictBase, TensorDictBase]:
@@ -536,7 +541,7 @@ class EnvBase(_EnvSpecs, TorchRLInternals, torch.nn.Module, metaclass=_EnvMeta):
         """
         if type(tensordict) is TensorDict:
             direct = cached_direct_plan(self)
-            if direct is not None:
+            if direct is not None and self._post_step_mdp_hooks is None:
                 out = direct_step_and_maybe_reset(self, direct, tensordict)
                 if out is not None:
                     return out
@@ -546,6 +551,9 @@ class EnvBase(_EnvSpecs, TorchRLInternals, torch.nn.Module, metaclass=_EnvMeta):
         tensordict = self.step(tensordict)
         cache = self.__dict__["_cache"]
         tensordict_ = (cache.get("step_mdp") or self._step_mdp)(tensordict)
+        hooks = self._post_step_mdp_hooks
+        if hooks is not None:
+            tensordict, tensordict_ = hooks(tensordict, tensordict_)
         if (cache.get("plan") or self._plan).simple_done and type(tensordict_) is TensorDict:
             # one look at the root done: fast exit when nothing is done (the common case)
             done = tensordict_._tensordict.get("done")

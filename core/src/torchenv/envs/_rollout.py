@@ -150,6 +150,7 @@ def _rollout(
         and out is None
         and return_contiguous
         and not break_when_all_done
+        and env._post_step_mdp_hooks is None
     ):
         plan = cached_direct_plan(env)
         if plan is not None:
@@ -241,10 +242,13 @@ def _rollout_stop_early(env, tensordict, act, max_steps, callback, all_done) -> 
     step_mask = None
     full_done_spec = env.output_spec["full_done_spec"]
     simple_done = env._plan.simple_done
+    hooks = env._post_step_mdp_hooks
     for i in range(max_steps):
         tensordict = act(tensordict)
         tensordict = env.step(tensordict)
         next_td = env._step_mdp(tensordict)
+        if hooks is not None:
+            tensordict, next_td = hooks(tensordict, next_td)
         record = tensordict
         if all_done and step_mask is not None:
             record.pop("_step", None)
@@ -288,6 +292,9 @@ def _rollout_nonstop(env, tensordict_, act, max_steps, callback) -> list:
         tensordict_ = act(tensordict_)
         if i == max_steps - 1:
             tensordict = env.step(tensordict_)
+            hooks = env._post_step_mdp_hooks
+            if hooks is not None:  # the last step must look like the others
+                tensordict, _ = hooks(tensordict, env._step_mdp(tensordict))
             steps.append(tensordict)
             break
         tensordict, tensordict_ = step_and_maybe_reset(tensordict_)

@@ -19,7 +19,7 @@ from torchenv.transforms._auto_unwrap import (
 )
 from torchenv.transforms._base import ObservationTransform, Transform
 from torchenv.transforms._compose import Compose
-from torchenv.transforms._done import StepCounter, TerminateTransform
+from torchenv.transforms._done import RandomTruncationTransform, StepCounter, TerminateTransform
 from torchenv.transforms._dtype_device import DeviceCastTransform, DoubleToFloat, DTypeCastTransform
 from torchenv.transforms._frames import CatFrames, FrameSkipTransform, NoopResetEnv, TimeMaxPool
 from torchenv.transforms._image import (
@@ -50,6 +50,11 @@ from torchenv.transforms._misc import (
 )
 from torchenv.transforms._normalization import ObservationNorm, VecNorm
 from torchenv.transforms._primers import InitTracker, TensorDictPrimer, TrajCounter, gSDENoise
+from torchenv.transforms._replay import (
+    MultiStepTransform,
+    NextObservationDelta,
+    RandomCropTensorDict,
+)
 from torchenv.transforms._reward import (
     BinarizeReward,
     LineariseRewards,
@@ -63,6 +68,7 @@ from torchenv.transforms._reward import (
 from torchenv.transforms._tensors import (
     CatTensors,
     ClipTransform,
+    ExpandAs,
     Hash,
     SignTransform,
     Stack,
@@ -95,6 +101,7 @@ __all__ = [
     "DoubleToFloat",
     "EndOfLifeTransform",
     "ExcludeTransform",
+    "ExpandAs",
     "FiniteTensorDictCheck",
     "FlattenObservation",
     "FrameSkipTransform",
@@ -103,11 +110,15 @@ __all__ = [
     "InitTracker",
     "LineariseRewards",
     "MultiAction",
+    "MultiStepTransform",
+    "NextObservationDelta",
     "NoopResetEnv",
     "ObservationNorm",
     "ObservationTransform",
     "PermuteTransform",
     "PinMemoryTransform",
+    "RandomCropTensorDict",
+    "RandomTruncationTransform",
     "RemoveEmptySpecs",
     "RenameTransform",
     "Resize",

@@ -269,6 +269,30 @@ class Transform(nn.Module):
         cls = type(self)
         return cls._step is Transform._step and cls._call is Transform._call and not self._key_pairs
 
+    def _post_step_mdp_hooks(
+        self, tensordict: TensorDictBase, tensordict_: TensorDictBase
+    ) -> tuple[TensorDictBase, TensorDictBase]:
+        """Runs in ``step_and_maybe_reset`` (and ``rollout``) after ``step_mdp``; identity here.
+
+        ``tensordict`` is the step output (with ``"next"``, what a rollout stacks) and
+        ``tensordict_`` the input of the next step. A transform overriding this may edit both
+        (e.g. drop an entry from ``"next"`` once ``step_mdp`` has moved it to the root); envs
+        only call the hook when some transform of the chain overrides it.
+        """
+        return tensordict, tensordict_
+
+    @property
+    def _has_post_step_mdp_hooks(self) -> bool:
+        """Whether :meth:`_post_step_mdp_hooks` is overridden (the env then calls it)."""
+        return type(self)._post_step_mdp_hooks is not Transform._post_step_mdp_hooks
+
+    def transform_fake_tensordict(self, fake_tensordict: TensorDictBase) -> TensorDictBase:
+        """Maps the env's ``fake_tensordict()`` where the data differ from the specs (identity)."""
+        return fake_tensordict
+
+    def _check_batched_worker_compat(self) -> None:
+        """Raises if the transform cannot run inside a ``SerialEnv``/``ParallelEnv`` worker."""
+
     def init(self, tensordict: TensorDictBase) -> None:
         """Runs initialisation steps of the transform (no-op by default)."""
 

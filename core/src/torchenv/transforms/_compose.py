@@ -253,6 +253,27 @@ class Compose(Transform):
     def _has_inverse(self) -> bool:
         return any(t._has_inverse for t in self.transforms)
 
+    def _post_step_mdp_hooks(
+        self, tensordict: TensorDictBase, tensordict_: TensorDictBase
+    ) -> tuple[TensorDictBase, TensorDictBase]:
+        for t in self.transforms:
+            if t._has_post_step_mdp_hooks:
+                tensordict, tensordict_ = t._post_step_mdp_hooks(tensordict, tensordict_)
+        return tensordict, tensordict_
+
+    @property
+    def _has_post_step_mdp_hooks(self) -> bool:
+        return any(t._has_post_step_mdp_hooks for t in self.transforms)
+
+    def transform_fake_tensordict(self, fake_tensordict: TensorDictBase) -> TensorDictBase:
+        for t in self.transforms:
+            fake_tensordict = t.transform_fake_tensordict(fake_tensordict)
+        return fake_tensordict
+
+    def _check_batched_worker_compat(self) -> None:
+        for t in self.transforms:
+            t._check_batched_worker_compat()
+
     def init(self, tensordict: TensorDictBase) -> None:
         for t in self.transforms:
             t.init(tensordict)

@@ -1,5 +1,5 @@
 """Element-wise and tensor-combining transforms: CatTensors, Stack, ClipTransform,
-SignTransform, UnaryTransform, Hash."""
+SignTransform, UnaryTransform, Hash, ExpandAs."""
 
 from __future__ import annotations
 
@@ -8,13 +8,21 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
-from tensordict import NonTensorData, NonTensorStack, TensorDictBase
+from tensordict import NonTensorData, NonTensorStack, TensorDictBase, unravel_key
 from tensordict.utils import NestedKey
 
 from torchenv.specs import Binary, Bounded, Categorical, Composite, TensorSpec, Unbounded
 from torchenv.transforms._base import Transform, _normalize_keys
 
-__all__ = ["CatTensors", "ClipTransform", "Hash", "SignTransform", "Stack", "UnaryTransform"]
+__all__ = [
+    "CatTensors",
+    "ClipTransform",
+    "ExpandAs",
+    "Hash",
+    "SignTransform",
+    "Stack",
+    "UnaryTransform",
+]
 
 _OUT_PARTS = ("full_observation_spec", "full_reward_spec")
 
@@ -528,3 +536,116 @@ class Hash(UnaryTransform):
         parent = self.parent
         self.__dict__["_batch_dims"] = len(parent.batch_size) if parent is not None else 0
         return super()._spec_of(spec, fn)
+
+
+_OUTPUT_PARTS = ("full_observation_spec", "full_reward_spec", "full_done_spec")
+
+
+class ExpandAs(Transform):
+    """Expands one entry to the right to the shape of a reference entry.
+
+    ``out = expand_as_right(td[in_key], td[ref_key])``: trailing singleton dims are added to
+    the entry, then it is expanded to the reference's shape (e.g. an env-level ``"done"`` to the
+    shape of a per-agent reward). In an env, the output spec is the input's spec expanded to the
+    reference's spec shape; an expanded done entry written under a new key becomes an
+    observation. At reset, a reference that is not there (a reward) is taken from its spec.
+    TorchRL's transform of the same name.
+
+    Args:
+        in_key: the entry to expand.
+        ref_key: the entry whose shape is the target.
+        out_key: where the expanded entry is written. Defaults to ``in_key``.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict(done=torch.tensor([True, False]), reward=torch.zeros(2, 3), batch_size=[2])
+        >>> ExpandAs("done", "reward")(td)["done"].tolist()
+        [[True, True, True], [False, False, False]]
+    """
+
+    def __init__(
+        self, in_key: NestedKey, ref_key: NestedKey, out_key: NestedKey | None = None
+    ) -> None:
+        if out_key is None:
+            out_key = in_key
+        super().__init__(in_keys=[in_key], out_keys=[out_key])
+        self.in_key = unravel_key(in_key)
+        self.ref_key = unravel_key(ref_key)
+        self.out_key = unravel_key(out_key)
+
+    def _expand(self, value: torch.Tensor, ref: torch.Tensor | torch.Size) -> torch.Tensor:
+        shape = ref if isinstance(ref, torch.Size) else ref.shape
+        if len(shape) < value.ndim or any(n != m and n != 1 for n, m in zip(value.shape, shape)):
+            raise RuntimeError(
+                f"ExpandAs: cannot expand {self.in_key!r} of shape {tuple(value.shape)} to the "
+                f"shape of {self.ref_key!r}, {tuple(shape)}: each of its dims must match the "
+                "reference's leading dims or be 1"
+            )
+        return value.reshape(*value.shape, *((1,) * (len(shape) - value.ndim))).expand(shape)
+
+    def _call(self, next_tensordict: TensorDictBase) -> TensorDictBase:
+        ref = next_tensordict.get(self.ref_key, None)
+        value = next_tensordict.get(self.in_key, None) if ref is not None else None
+        if value is None:
+            if self.__dict__["_missing_tolerance"]:
+                return next_tensordict
+            missing = self.ref_key if ref is None else self.in_key
+            raise KeyError(
+                f"ExpandAs: expected entry {missing!r} in the tensordict, but it holds only "
+                f"{sorted(map(str, next_tensordict.keys(True, True)))}"
+            )
+        next_tensordict.set(self.out_key, self._expand(value, ref))
+        return next_tensordict
+
+    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        return self._call(tensordict)
+
+    def _reset(
+        self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase
+    ) -> TensorDictBase:
+        value = tensordict_reset.get(self.in_key, None)
+        if value is None:
+            return tensordict_reset
+        ref = tensordict_reset.get(self.ref_key, None)
+        if ref is not None:
+            tensordict_reset.set(self.out_key, self._expand(value, ref))
+            return tensordict_reset
+        parent = self.parent
+        found = self._find_key_spec(parent.output_spec, self.ref_key) if parent else None
+        if found is None:
+            tensordict_reset.set(self.out_key, value)
+        else:
+            tensordict_reset.set(self.out_key, self._expand(value, found[1].shape))
+        return tensordict_reset
+
+    @staticmethod
+    def _find_key_spec(output_spec: Composite, key: NestedKey) -> tuple[str, TensorSpec] | None:
+        for name in _OUTPUT_PARTS:
+            spec = output_spec.get(name, None)
+            if spec is not None and key in spec.keys(True, True):
+                return name, spec[key]
+        return None
+
+    def transform_output_spec(self, output_spec: Composite) -> Composite:
+        found_ref = self._find_key_spec(output_spec, self.ref_key)
+        found_in = self._find_key_spec(output_spec, self.in_key)
+        for key, found in ((self.ref_key, found_ref), (self.in_key, found_in)):
+            if found is None:
+                raise KeyError(
+                    f"ExpandAs: key {key!r} was not found in the output specs (observation, "
+                    "reward and done specs) of the env"
+                )
+        ref_spec = found_ref[1]
+        part, in_spec = found_in[0], found_in[1].clone()
+        if part == "full_done_spec" and self.out_key != self.in_key:
+            part = "full_observation_spec"
+        while len(in_spec.shape) < len(ref_spec.shape):
+            in_spec = in_spec.unsqueeze(-1)
+        output_spec[part][self.out_key] = in_spec.expand(ref_spec.shape)
+        return output_spec
+
+    def __repr__(self) -> str:
+        return (
+            f"ExpandAs(in_key={self.in_key!r}, ref_key={self.ref_key!r}, out_key={self.out_key!r})"
+        )

@@ -443,6 +443,40 @@ class TransformedEnv(EnvBase):
             tensordict = tensordict_reset.empty()
         return self.transform._reset(tensordict, tensordict_reset)
 
+    # ------------------------------------------------------- post-step-mdp hooks
+    @property
+    def _post_step_mdp_hooks(self) -> Any:
+        """The chain's and base env's post-``step_mdp`` hooks as one callable, or ``None``.
+
+        ``None`` (the env skips the call) unless a transform overrides
+        ``Transform._post_step_mdp_hooks`` or the base env has hooks.
+        """
+        return self._cached("post_step_mdp_hooks", self._make_post_step_mdp_hooks)[0]
+
+    def _make_post_step_mdp_hooks(self) -> tuple[Any]:
+        transform = self._modules["_transform"]
+        base_hook = self._modules["base_env"]._post_step_mdp_hooks
+        if not transform._has_post_step_mdp_hooks:
+            return (base_hook,)
+        chain = transform._post_step_mdp_hooks
+        if base_hook is None:
+            return (chain,)
+
+        def hooks(
+            tensordict: TensorDictBase, tensordict_: TensorDictBase
+        ) -> tuple[TensorDictBase, TensorDictBase]:
+            return base_hook(*chain(tensordict, tensordict_))
+
+        return (hooks,)
+
+    def fake_tensordict(self) -> TensorDictBase:
+        """The base env's structure mapped by the specs, then by ``transform_fake_tensordict``."""
+        return self.transform.transform_fake_tensordict(super().fake_tensordict())
+
+    def _check_batched_worker_compat(self) -> None:
+        """Raises if a transform of the chain cannot run inside a batched env's worker."""
+        self.transform._check_batched_worker_compat()
+
     # ------------------------------------------------------------------ misc
     def set_seed(self, seed: int | None = None, static_seed: bool = False) -> int | None:
         """Seeds the base env."""

@@ -37,7 +37,7 @@ DOCS_PAGES = [
     "docs/vmas.md",
     "docs/mujoco.md",
     "docs/pettingzoo.md",
-    "docs/ray.md",
+    "docs/distributed.md",
 ]
 
 

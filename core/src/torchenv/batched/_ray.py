@@ -9,7 +9,7 @@ arrays, the rows the command wrote come back the same way (see
 
 Each command costs a Ray round trip per worker, issued to all workers before waiting on any:
 about 1.5 ms more than ``ParallelEnv`` on one machine, plus the network on a cluster (see
-``benchmarks/bench_ray.py`` and ``docs/ray.md``). Give each actor a natively batched env (``GymEnv(num_envs=...)``,
+``benchmarks/bench_ray.py`` and ``docs/distributed.md``). Give each actor a natively batched env (``GymEnv(num_envs=...)``,
 VMAS, batched MuJoCo) so that the round trip is shared by many envs.
 """
 

@@ -342,3 +342,22 @@ def test_view_without_buffers(batched_cls, dynamic_env_cls):
         assert env.count == [0, 3, 3]
     finally:
         env.close()
+
+
+def test_view_of_a_multi_task_env(batched_cls, noise_env_cls):
+    def make_a():
+        return noise_env_cls(obs_dim=3)
+
+    def make_b():
+        return noise_env_cls(obs_dim=4)
+
+    env = batched_cls(3, [make_a, make_b, make_a])
+    try:
+        same = env[[0, 2]]  # identical specs: dense outputs
+        assert same.reset()["obs"].shape == torch.Size([2, 3])
+        mixed = env[1:]  # different specs: a lazy stack, as the parent's
+        out = mixed.rollout(2, zeros_policy, break_when_any_done=False)
+        assert [td["obs"].shape[-1] for td in out.unbind(0)] == [4, 3]
+        assert env.count == [0, 2, 2]
+    finally:
+        env.close()

@@ -28,6 +28,7 @@ from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
 from torchenv.batched import _worker as W
 from torchenv.batched._creator import EnvCreator, _meta_data
 from torchenv.batched._shared import BufferGroup, FlatBuffer, build_td, getter, leaves_of
+from torchenv.batched._view import check_view, close_view
 from torchenv.envs import EnvBase
 from torchenv.specs import Composite
 
@@ -310,6 +311,8 @@ class BatchedEnvBase(EnvBase):
         """Create the sub-environments (workers). Called on first use if not called before."""
         if self.__dict__["_started"]:
             return
+        if self.__dict__.get("_view_link") is not None:
+            check_view(self)  # a closed view cannot start: it raises
         self.__dict__["_cache"].pop("batched_root_plan", None)  # it holds buffer views
         self.__dict__["_root_stale"] = set()
         self._start()
@@ -332,6 +335,9 @@ class BatchedEnvBase(EnvBase):
         if self.is_closed and raise_if_closed:
             raise RuntimeError(f"{type(self).__name__} is already closed.")
         d = self.__dict__
+        if d.get("_view_link") is not None:  # a view (env[i]): the workers are the parent's
+            close_view(self)
+            return
         started = d.get("_started")
         d["_generation"] = d.get("_generation", 0) + 1
         d["_started"] = False  # first: another thread stepping now sees a closed env

@@ -36,6 +36,7 @@ import torch
 from torchenv.batched._base import BatchedEnvBase, closed_error
 from torchenv.batched._pool import WorkerPool, default_start_method
 from torchenv.batched._serial import SerialEnv
+from torchenv.batched._view import make_view
 from torchenv.batched._worker import EnvClosedError
 from torchenv.envs._common import _EnvMeta
 
@@ -123,8 +124,30 @@ class ParallelEnv(BatchedEnvBase, metaclass=_ParallelMeta):
     @property
     def worker_pids(self) -> list[int]:
         """Process ids of the workers (empty before start and after close)."""
+        link = self.__dict__.get("_view_link")
+        if link is not None:  # a view: the parent's workers it selects
+            if self.is_closed or link.parent_closed():
+                return []
+            pids = link.root.worker_pids
+            return [pids[i] for i in link.workers]
         pool = self.__dict__.get("_pool")
         return [] if pool is None else pool.pids
+
+    def __getitem__(self, item: Any) -> ParallelEnv:
+        """A ``ParallelEnv`` view over the workers ``item`` selects (int, slice, list).
+
+        The view starts no process: it sends its commands to this env's workers; see
+        :func:`~torchenv.batched._view.make_view`.
+
+        Examples:
+            >>> from torchenv.envs import PendulumEnv
+            >>> env = ParallelEnv(3, PendulumEnv)
+            >>> view = env[1:]
+            >>> view.batch_size, view.worker_pids == env.worker_pids[1:]
+            (torch.Size([2]), True)
+            >>> env.close()
+        """
+        return make_view(self, item)
 
     def _dispatch(
         self,

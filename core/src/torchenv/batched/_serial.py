@@ -8,6 +8,7 @@ from typing import Any
 
 from torchenv.batched import _worker as W
 from torchenv.batched._base import BatchedEnvBase, closed_error
+from torchenv.batched._view import make_view
 from torchenv.batched._worker import EnvRunner, _close_env
 
 __all__ = ["SerialEnv"]
@@ -86,7 +87,25 @@ class SerialEnv(BatchedEnvBase):
     def envs(self) -> list:
         """The sub-environments (starts them if needed)."""
         self._ensure_started()
+        link = self.__dict__.get("_view_link")
+        if link is not None:  # a view: the parent's sub-environments it selects
+            envs = link.root.envs
+            return [envs[i] for i in link.workers]
         return [r.env for r in self.__dict__["_runners"]]
+
+    def __getitem__(self, item: Any) -> SerialEnv:
+        """A ``SerialEnv`` view over the sub-environments ``item`` selects (int, slice, list).
+
+        The view shares this env's sub-environments; see :func:`~torchenv.batched._view.make_view`.
+
+        Examples:
+            >>> from torchenv.envs import PendulumEnv
+            >>> env = SerialEnv(3, PendulumEnv)
+            >>> env[1:].batch_size, env[0].batch_size, env[[0, 2]].batch_size
+            (torch.Size([2]), torch.Size([1]), torch.Size([2]))
+            >>> env.close()
+        """
+        return make_view(self, item)
 
     def _dispatch(
         self,

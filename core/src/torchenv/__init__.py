@@ -34,6 +34,7 @@ _EXPORTS: dict[str, str] = {
             "MultiOneHot",
             "Binary",
             "NonTensor",
+            "Choice",
             "Composite",
             "Stacked",
             "StackedComposite",

@@ -14,6 +14,7 @@ True
 
 from torchenv.specs._base import TensorSpec
 from torchenv.specs._boxes import BinaryBox, Box, BoxList, CategoricalBox, ContinuousBox
+from torchenv.specs._choice import Choice
 from torchenv.specs._composite import Composite
 from torchenv.specs._continuous import (
     Bounded,
@@ -76,6 +77,7 @@ __all__ = [
     "BoxList",
     "Categorical",
     "CategoricalBox",
+    "Choice",
     "Composite",
     "ContinuousBox",
     "MultiCategorical",

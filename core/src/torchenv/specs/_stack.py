@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from torchenv.specs._base import TensorSpec
+from torchenv.specs._choice import Choice
 from torchenv.specs._errors import SpecShapeError
 from torchenv.specs._utils import normalize_dim
 
@@ -125,7 +126,22 @@ def stack_specs(specs: Sequence[TensorSpec], dim: int = 0, *, out: Any = None) -
         raise ValueError("Cannot stack an empty list of specs.")
     if isinstance(specs[0], Composite):
         return _stack_composites(specs, dim)
+    if isinstance(specs[0], Choice):
+        return _stack_choices(specs, dim)
     return _stack_leaves(specs, dim)
+
+
+def _stack_choices(specs: Sequence[Any], dim: int) -> TensorSpec:
+    """Equal Choices stack into one Choice with a new dim; others into a lazy ``Stacked``."""
+    from torchenv.specs._stacked import Stacked
+
+    first = specs[0]
+    d = normalize_dim(dim, first.ndim + 1)
+    if all(spec == first for spec in specs[1:]):
+        shape = list(first.shape)
+        shape.insert(d, len(specs))
+        return first.unsqueeze(d).expand(shape)
+    return Stacked(*specs, dim=d)
 
 
 def _squeeze(spec: TensorSpec, dim: int | None = None) -> TensorSpec:

@@ -38,6 +38,9 @@ _EXPORTS: dict[str, str] = {
             "Composite",
             "Stacked",
             "StackedComposite",
+            "check_no_exclusive_keys",
+            "consolidate_spec",
+            "contains_lazy_spec",
         )
     },
     # envs

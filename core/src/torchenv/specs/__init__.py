@@ -16,6 +16,11 @@ from torchenv.specs._base import TensorSpec
 from torchenv.specs._boxes import BinaryBox, Box, BoxList, CategoricalBox, ContinuousBox
 from torchenv.specs._choice import Choice
 from torchenv.specs._composite import Composite
+from torchenv.specs._consolidate import (
+    check_no_exclusive_keys,
+    consolidate_spec,
+    contains_lazy_spec,
+)
 from torchenv.specs._continuous import (
     Bounded,
     BoundedContinuous,
@@ -97,5 +102,8 @@ __all__ = [
     "Unbounded",
     "UnboundedContinuous",
     "UnboundedDiscrete",
+    "check_no_exclusive_keys",
+    "consolidate_spec",
+    "contains_lazy_spec",
     "stack_specs",
 ]

@@ -33,6 +33,7 @@ from torchenv.specs._discrete import Binary, Categorical, OneHot
 from torchenv.specs._errors import (
     SpecArgumentError,
     SpecError,
+    SpecIndexError,
     SpecKeyError,
     SpecLockedError,
     SpecShapeError,
@@ -91,6 +92,7 @@ __all__ = [
     "OneHot",
     "SpecArgumentError",
     "SpecError",
+    "SpecIndexError",
     "SpecKeyError",
     "SpecLockedError",
     "SpecShapeError",

@@ -449,15 +449,25 @@ class TensorSpec:
         return tensor_to_index[index]
 
     def squeeze(self, dim: int | None = None) -> TensorSpec:
-        """Removes dims of size 1 (all of them, or ``dim``)."""
+        """Removes dims of size 1 (all of them, or ``dim``).
+
+        As in TorchRL, ``squeeze()`` leaves a spec with a single dim as it is (a ``(1,)`` reward
+        spec stays ``(1,)``); ``squeeze(0)`` removes that dim.
+
+        >>> from torchenv.specs import Unbounded
+        >>> Unbounded((1, 3, 1)).squeeze().shape, Unbounded((1,)).squeeze().shape
+        (torch.Size([3]), torch.Size([1]))
+        """
         free = self._ndim - self._protected_dims
         if dim is None:
+            if self._ndim == 1:
+                return self
             dims = [i for i in range(free) if self.shape[i] == 1]
         else:
             d = normalize_dim(dim, self._ndim)
-            if d >= free:
+            if d >= free and self.shape[d] == 1:
                 raise SpecShapeError(
-                    f"cannot squeeze dim {dim} of {self._short()}: it is a protected dim"
+                    f"cannot squeeze dim {dim} of {self._short()}: its last dim must remain unchanged"
                 )
             dims = [d] if self.shape[d] == 1 else []
         if not dims:

@@ -411,9 +411,10 @@ class Bounded(TensorSpec):
         except RuntimeError:
             return torch.clamp(val, low.min(), high.max())
 
-    def cardinality(self) -> int:
+    def cardinality(self) -> int | float:
+        """The number of values: ``inf`` for a floating dtype (as TorchRL), else the exact count."""
         if is_float_dtype(self.dtype):
-            raise NotImplementedError("cardinality is not defined for continuous Bounded specs.")
+            return float("inf")
         return int(torch.prod(self.high.to(torch.float64) - self.low.to(torch.float64) + 1).item())
 
     def enumerate(self, use_mask: bool = False) -> torch.Tensor:

@@ -175,12 +175,41 @@ class MultiCategorical(TensorSpec):
         return int(torch.tensor(self._row, dtype=torch.float64).prod().item())
 
     def enumerate(self, use_mask: bool = False) -> torch.Tensor:
+        """Every combination of the variables' values (the first variable varies slowest).
+
+        Args:
+            use_mask: leave out the combinations the mask forbids (a mask without batch dims).
+
+        Returns:
+            A tensor of shape ``(n, *self.shape)``.
+
+        Raises:
+            RuntimeError: if the spec is masked and ``use_mask`` is ``False`` (as in TorchRL).
+
+        >>> MultiCategorical([2, 2]).enumerate().tolist()
+        [[0, 0], [0, 1], [1, 0], [1, 1]]
+        """
+        values = self._all_rows()
+        if self.mask is not None:
+            if not use_mask:
+                raise RuntimeError(
+                    f"Cannot enumerate a masked {type(self).__name__} spec: pass use_mask=True "
+                    "to list the allowed values only."
+                )
+            if self.mask.ndim != 1:
+                raise NotImplementedError(
+                    "enumerate(use_mask=True) needs a mask without batch dims"
+                )
+            starts = torch.tensor([0, *self._row[:-1]], device=self.device).cumsum(0)
+            values = values[self.mask[values + starts].all(-1)]
+        values = values.view(values.shape[0], *([1] * (self._ndim - 1)), self.shape[-1])
+        return values.expand(values.shape[0], *self._sshape).to(self.dtype)
+
+    def _all_rows(self) -> torch.Tensor:
         grids = torch.meshgrid(
             *[torch.arange(n, device=self.device) for n in self._row], indexing="ij"
         )
-        values = torch.stack([g.reshape(-1) for g in grids], -1)
-        values = values.view(values.shape[0], *([1] * (self._ndim - 1)), self.shape[-1])
-        return values.expand(values.shape[0], *self._sshape).to(self.dtype)
+        return torch.stack([g.reshape(-1) for g in grids], -1)
 
     def to_one_hot(self, val: torch.Tensor, safe: bool | None = None) -> torch.Tensor:
         """Concatenated one-hot encoding of the indices (bool)."""
@@ -338,3 +367,20 @@ class MultiOneHot(TensorSpec):
         for n in self.nvec:
             out *= n
         return out
+
+    def enumerate(self, use_mask: bool = False) -> torch.Tensor:
+        """Every combination of the variables' one-hot values, shape ``(n, *self.shape)``.
+
+        Raises:
+            RuntimeError: if the spec is masked and ``use_mask`` is ``False`` (as in TorchRL).
+
+        >>> MultiOneHot([2, 2]).enumerate().int().tolist()
+        [[1, 0, 1, 0], [1, 0, 0, 1], [0, 1, 1, 0], [0, 1, 0, 1]]
+        """
+        if self.mask is not None and not use_mask:
+            raise RuntimeError(
+                "Cannot enumerate a masked MultiOneHot spec: pass use_mask=True to list the "
+                "allowed values only."
+            )
+        categorical = self.to_categorical_spec()
+        return categorical.to_one_hot(categorical.enumerate(use_mask)).to(self.dtype)

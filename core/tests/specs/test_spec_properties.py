@@ -125,6 +125,8 @@ def test_project_keeps_valid_values(spec):
 def test_encode_to_numpy_roundtrip(spec):
     x = spec.rand()
     back = spec.encode(spec.to_numpy(x))
+    if getattr(spec, "_squeeze_out", False):  # TorchRL's remove_singleton: rand() drops the dim
+        back = back.reshape(x.shape)
     assert back.dtype == x.dtype and torch.equal(back, x)
 
 

@@ -32,6 +32,7 @@ from torchenv.specs._continuous import (
 from torchenv.specs._discrete import Binary, Categorical, OneHot
 from torchenv.specs._errors import (
     SpecArgumentError,
+    SpecEncodeError,
     SpecError,
     SpecIndexError,
     SpecKeyError,
@@ -91,6 +92,7 @@ __all__ = [
     "NonTensor",
     "OneHot",
     "SpecArgumentError",
+    "SpecEncodeError",
     "SpecError",
     "SpecIndexError",
     "SpecKeyError",

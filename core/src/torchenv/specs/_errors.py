@@ -30,6 +30,14 @@ class SpecIndexError(SpecError, IndexError, ValueError):
     """
 
 
+class SpecEncodeError(SpecShapeError, RuntimeError):
+    """``encode`` was given a value whose shape does not fit the spec.
+
+    Subclasses ``ValueError`` (via :class:`SpecShapeError`) and ``RuntimeError`` (what TorchRL's
+    ``encode`` raises for a shape mismatch).
+    """
+
+
 class SpecLockedError(SpecError, RuntimeError):
     """A locked Composite was modified."""
 

@@ -12,10 +12,15 @@ from typing import Any
 import numpy as np
 import torch
 
-from torchenv.specs._base import TensorSpec, init_leaf
+from torchenv.specs._base import TensorSpec, _normalize_index, init_leaf
 from torchenv.specs._boxes import BoxList
 from torchenv.specs._discrete import _masked_scores, _sample_mask
-from torchenv.specs._errors import SpecArgumentError, SpecShapeError, SpecValueError
+from torchenv.specs._errors import (
+    SpecArgumentError,
+    SpecEncodeError,
+    SpecShapeError,
+    SpecValueError,
+)
 from torchenv.specs._utils import (
     DeviceLike,
     ShapeLike,
@@ -64,7 +69,8 @@ class MultiCategorical(TensorSpec):
         device: the device of the values (default: cpu).
         dtype: the dtype (default ``torch.int64``).
         mask: optional bool tensor of shape ``(*shape[:-1], sum(nvec))``: allowed categories.
-        remove_singleton: accepted for TorchRL compatibility.
+        remove_singleton: as in TorchRL, ``rand()`` of an unmasked spec of shape ``(1,)`` drops
+            the variable dim (and ``is_in`` accepts such samples).
 
     >>> spec = MultiCategorical([2, 3])
     >>> spec.shape, spec.cardinality()
@@ -109,6 +115,8 @@ class MultiCategorical(TensorSpec):
         )
         self._uniform = flat.shape[0] <= 1 or bool((flat == flat[:1]).all())
         self._row = flat[0].tolist() if flat.numel() else []
+        # TorchRL drops the variable dim of a one-variable spec's samples (``remove_singleton``)
+        self._squeeze_out = bool(self.remove_singleton) and tuple(self._shape) == (1,)
 
     @property
     def space(self) -> BoxList:
@@ -130,12 +138,16 @@ class MultiCategorical(TensorSpec):
         if self.mask is not None:
             parts = self.mask.split(self._row, -1)
             samples = [_sample_mask(m, full[:-1]) for m in parts]
-            return torch.stack(samples, -1).to(self.dtype)
+            return torch.stack(samples, -1).to(self.dtype)  # TorchRL keeps the dim here
         out = torch.rand(full, dtype=torch.float64, device=self.device).mul_(self.nvec).floor_()
+        if self._squeeze_out:
+            return out.squeeze(-1).to(self.dtype)
         return out.to(self.dtype)
 
     def is_in(self, val: Any) -> bool:
         if not self._layout_ok(val):
+            if self._squeeze_out and isinstance(val, torch.Tensor):  # a sample without its dim
+                return self.is_in(val.unsqueeze(-1))
             return False
         if not val.numel():
             return True
@@ -173,6 +185,37 @@ class MultiCategorical(TensorSpec):
 
     def cardinality(self) -> int:
         return int(torch.tensor(self._row, dtype=torch.float64).prod().item())
+
+    def __getitem__(self, idx: Any) -> TensorSpec:
+        """Indexes the spec; an index that reaches the last dim picks variables, as in TorchRL.
+
+        An int on the last dim keeps that variable as a one-variable spec.
+
+        >>> spec = MultiCategorical([2, 3], shape=(4, 2))
+        >>> spec[0].shape, spec[0, 1].shape, spec[0, 1].nvec
+        (torch.Size([2]), torch.Size([1]), tensor([3]))
+        """
+        norm = _normalize_index(idx, self._ndim)
+        if (
+            None in norm
+            or len(norm) != self._ndim
+            or any(isinstance(i, torch.Tensor) and i.dtype == torch.bool for i in norm)
+        ):
+            return super().__getitem__(idx)
+        spec = super().__getitem__(norm[:-1]) if len(norm) > 1 else self
+        last, n = norm[-1], spec.shape[-1]
+        if isinstance(last, slice):
+            pick = torch.arange(n)[last]
+        else:
+            pick = torch.as_tensor(last).reshape(-1).long()
+            if bool(((pick < -n) | (pick >= n)).any()):
+                raise IndexError(
+                    f"index {last} is out of bounds for the {n} variables of {self._short()}"
+                )
+            pick = pick % n
+        from torchenv.specs._stack import _select_variables
+
+        return _select_variables(spec, pick)
 
     def enumerate(self, use_mask: bool = False) -> torch.Tensor:
         """Every combination of the variables' values (the first variable varies slowest).
@@ -347,7 +390,7 @@ class MultiOneHot(TensorSpec):
         device = None if ignore_device else self.device
         idx = torch.as_tensor(copy_if_negative_strides(val), device=device).to(torch.long)
         if idx.shape[-1:] != (len(self.nvec),):
-            raise SpecShapeError(
+            raise SpecEncodeError(
                 f"cannot encode {val!r} with {self._short()}: expected {len(self.nvec)} indices"
             )
         bad = (idx < 0) | (idx >= torch.tensor(self.nvec, device=idx.device))

@@ -206,3 +206,11 @@ def test_bounded_int_rand_up_to_dtype_max() -> None:
     small = Bounded(-5, 127, shape=(), dtype=torch.int8)
     y = small.rand((1000,))
     assert small.is_in(y) and y.min() >= -5
+
+
+def test_multicategorical_remove_singleton_project() -> None:
+    spec = MultiCategorical([3])
+    assert spec.project(torch.tensor(5.3)).tolist() == [2]
+    assert spec.project(torch.tensor([5.3, -1.2])).tolist() == [2, 0]
+    assert not spec.is_in(torch.tensor(1.0))  # wrong dtype: no endless retry
+    assert not spec.is_in(torch.tensor([[7]]))

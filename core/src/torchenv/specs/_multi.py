@@ -146,7 +146,8 @@ class MultiCategorical(TensorSpec):
 
     def is_in(self, val: Any) -> bool:
         if not self._layout_ok(val):
-            if self._squeeze_out and isinstance(val, torch.Tensor):  # a sample without its dim
+            # a sample without its variable dim (remove_singleton); the retry cannot recurse again
+            if self._squeeze_out and isinstance(val, torch.Tensor) and val.shape[-1:] != (1,):
                 return self.is_in(val.unsqueeze(-1))
             return False
         if not val.numel():

@@ -27,6 +27,7 @@ SPECS = [
     "Bounded",
     "BoundedContinuous",
     "Categorical",
+    "Choice",
     "Composite",
     "MultiCategorical",
     "MultiOneHot",
@@ -38,6 +39,9 @@ SPECS = [
     "Unbounded",
     "UnboundedContinuous",
     "UnboundedDiscrete",
+    "check_no_exclusive_keys",
+    "consolidate_spec",
+    "contains_lazy_spec",
 ]
 
 # torchrl.data before 0.14: deprecated aliases that older TorchRL code still imports

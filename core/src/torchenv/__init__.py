@@ -34,9 +34,13 @@ _EXPORTS: dict[str, str] = {
             "MultiOneHot",
             "Binary",
             "NonTensor",
+            "Choice",
             "Composite",
             "Stacked",
             "StackedComposite",
+            "check_no_exclusive_keys",
+            "consolidate_spec",
+            "contains_lazy_spec",
         )
     },
     # envs

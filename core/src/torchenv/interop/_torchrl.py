@@ -29,6 +29,7 @@ _SPEC_CLASSES = {
     "MultiOneHot": "MultiOneHot",
     "Binary": "Binary",
     "NonTensor": "NonTensor",
+    "Choice": "Choice",
     "Composite": "Composite",
     "Stacked": "Stacked",
     "StackedComposite": "StackedComposite",

@@ -14,7 +14,13 @@ True
 
 from torchenv.specs._base import TensorSpec
 from torchenv.specs._boxes import BinaryBox, Box, BoxList, CategoricalBox, ContinuousBox
+from torchenv.specs._choice import Choice
 from torchenv.specs._composite import Composite
+from torchenv.specs._consolidate import (
+    check_no_exclusive_keys,
+    consolidate_spec,
+    contains_lazy_spec,
+)
 from torchenv.specs._continuous import (
     Bounded,
     BoundedContinuous,
@@ -26,7 +32,9 @@ from torchenv.specs._continuous import (
 from torchenv.specs._discrete import Binary, Categorical, OneHot
 from torchenv.specs._errors import (
     SpecArgumentError,
+    SpecEncodeError,
     SpecError,
+    SpecIndexError,
     SpecKeyError,
     SpecLockedError,
     SpecShapeError,
@@ -76,6 +84,7 @@ __all__ = [
     "BoxList",
     "Categorical",
     "CategoricalBox",
+    "Choice",
     "Composite",
     "ContinuousBox",
     "MultiCategorical",
@@ -83,7 +92,9 @@ __all__ = [
     "NonTensor",
     "OneHot",
     "SpecArgumentError",
+    "SpecEncodeError",
     "SpecError",
+    "SpecIndexError",
     "SpecKeyError",
     "SpecLockedError",
     "SpecShapeError",
@@ -95,5 +106,8 @@ __all__ = [
     "Unbounded",
     "UnboundedContinuous",
     "UnboundedDiscrete",
+    "check_no_exclusive_keys",
+    "consolidate_spec",
+    "contains_lazy_spec",
     "stack_specs",
 ]

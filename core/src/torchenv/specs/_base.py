@@ -17,7 +17,12 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from torchenv.specs._errors import SpecShapeError, SpecTypeError, SpecValueError
+from torchenv.specs._errors import (
+    SpecEncodeError,
+    SpecShapeError,
+    SpecTypeError,
+    SpecValueError,
+)
 from torchenv.specs._utils import (
     DeviceLike,
     batch_shape,
@@ -36,10 +41,31 @@ def _meta_shape(shape: Sequence[int]) -> tuple[int, ...]:
     return tuple(safe_shape(torch.Size(shape)))
 
 
+_INDEX_TYPES = (
+    int,
+    slice,
+    type(None),
+    type(Ellipsis),
+    torch.Tensor,
+    list,
+    range,
+    np.ndarray,
+    np.integer,
+)
+
+
 def _normalize_index(idx: Any, ndim: int) -> tuple:
     """Index as a tuple without Ellipsis (expanded to full slices over ``ndim`` dims)."""
     if not isinstance(idx, tuple):
         idx = (idx,)
+    for i in idx:
+        if not isinstance(i, _INDEX_TYPES):
+            raise TypeError(
+                f"invalid index {i!r} of type {type(i).__name__} for a spec: use ints, slices, "
+                "None, Ellipsis, or integer/bool tensors, arrays or lists"
+            )
+    if sum(1 for i in idx if i is Ellipsis) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
     if any(i is Ellipsis for i in idx):
         pos = next(j for j, i in enumerate(idx) if i is Ellipsis)
         used = sum(1 for i in idx if i is not None and i is not Ellipsis)
@@ -261,7 +287,7 @@ class TensorSpec:
             if out.numel() == math.prod(self._sshape):
                 out = out.reshape(self._sshape)
             else:
-                raise SpecShapeError(
+                raise SpecEncodeError(
                     f"cannot encode a value of shape {list(out.shape)} with {self._short()}"
                 )
         return out
@@ -449,15 +475,25 @@ class TensorSpec:
         return tensor_to_index[index]
 
     def squeeze(self, dim: int | None = None) -> TensorSpec:
-        """Removes dims of size 1 (all of them, or ``dim``)."""
+        """Removes dims of size 1 (all of them, or ``dim``).
+
+        As in TorchRL, ``squeeze()`` leaves a spec with a single dim as it is (a ``(1,)`` reward
+        spec stays ``(1,)``); ``squeeze(0)`` removes that dim.
+
+        >>> from torchenv.specs import Unbounded
+        >>> Unbounded((1, 3, 1)).squeeze().shape, Unbounded((1,)).squeeze().shape
+        (torch.Size([3]), torch.Size([1]))
+        """
         free = self._ndim - self._protected_dims
         if dim is None:
+            if self._ndim == 1:
+                return self
             dims = [i for i in range(free) if self.shape[i] == 1]
         else:
             d = normalize_dim(dim, self._ndim)
-            if d >= free:
+            if d >= free and self.shape[d] == 1:
                 raise SpecShapeError(
-                    f"cannot squeeze dim {dim} of {self._short()}: it is a protected dim"
+                    f"cannot squeeze dim {dim} of {self._short()}: its last dim must remain unchanged"
                 )
             dims = [d] if self.shape[d] == 1 else []
         if not dims:

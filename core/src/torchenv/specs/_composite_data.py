@@ -159,3 +159,41 @@ class CompositeDataOps:
 
     def zero_like(self) -> TensorDictBase:
         return self.zero()
+
+    def enumerate(self, use_mask: bool = False) -> TensorDictBase:
+        """Every combination of the leaves' values, stacked on a new leading dim.
+
+        The first key varies slowest. The result has batch size ``(cardinality(), *self.shape)``.
+
+        Args:
+            use_mask: passed on to the leaves (masked categories are left out).
+
+        Returns:
+            A TensorDict holding each combination once.
+
+        Raises:
+            NotImplementedError: if a leaf cannot be enumerated (continuous, non-tensor).
+
+        >>> from torchenv.specs import Categorical, Composite, OneHot
+        >>> td = Composite(a=Categorical(3), b=OneHot(2)).enumerate()
+        >>> td.batch_size, td["a"].tolist()
+        (torch.Size([6]), [0, 0, 1, 1, 2, 2])
+        """
+        keys, rows = [], []
+        for key, spec in self.items(True, True):
+            if spec is None:
+                continue
+            values = spec.enumerate(use_mask=use_mask)
+            keys.append(key)
+            rows.append(torch.stack(values) if isinstance(values, list) else values)
+        counts = [len(r) for r in rows]
+        total = 1
+        for n in counts:
+            total *= n
+        out = TensorDict({}, batch_size=torch.Size((total, *self._sshape)), device=self._device)
+        combo = torch.arange(total, device=self._device)
+        stride = total
+        for key, values, n in zip(keys, rows, counts):
+            stride //= n
+            out.set(key, values[(combo // stride) % n])
+        return out

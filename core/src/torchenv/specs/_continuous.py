@@ -327,7 +327,16 @@ class Bounded(TensorSpec):
             return torch.empty(shape, dtype=dtype, device=device).uniform_(lo, hi)
         if self._full_range or dtype == torch.bool:
             return None
-        return torch.randint(int(lo), int(hi) + 1, shape, dtype=dtype, device=device)
+        try:
+            return torch.randint(int(lo), int(hi) + 1, shape, dtype=dtype, device=device)
+        except (ValueError, RuntimeError):
+            return self._rand_to_max(shape)
+
+    def _rand_to_max(self, full: Sequence[int]) -> torch.Tensor:
+        """Uniform integers in ``[low, high]`` when ``high`` is the dtype's max (``low`` is not its min)."""
+        lo, hi = int(self._lo_s), int(self._hi_s)  # type: ignore[arg-type]
+        out = torch.randint(lo - 1, hi, tuple(full), dtype=self.dtype, device=self.device)
+        return out.add_(1)
 
     def rand(self, shape: Sequence[int] | None = None) -> torch.Tensor:
         self._check_cache()
@@ -346,7 +355,10 @@ class Bounded(TensorSpec):
         if lo is not None:
             if dtype == torch.bool:
                 return torch.randint(int(lo), int(hi) + 1, full, device=device).to(dtype)
-            return torch.randint(int(lo), int(hi) + 1, full, dtype=dtype, device=device)
+            try:
+                return torch.randint(int(lo), int(hi) + 1, full, dtype=dtype, device=device)
+            except (ValueError, RuntimeError):  # high is the dtype's max: high + 1 overflows
+                return self._rand_to_max(full)
         span = (self.high.to(torch.float64) - self.low.to(torch.float64)) + 1
         out = (
             torch.rand(full, dtype=torch.float64, device=device).mul_(span).floor_().add_(self.low)
@@ -411,9 +423,10 @@ class Bounded(TensorSpec):
         except RuntimeError:
             return torch.clamp(val, low.min(), high.max())
 
-    def cardinality(self) -> int:
+    def cardinality(self) -> int | float:
+        """The number of values: ``inf`` for a floating dtype (as TorchRL), else the exact count."""
         if is_float_dtype(self.dtype):
-            raise NotImplementedError("cardinality is not defined for continuous Bounded specs.")
+            return float("inf")
         return int(torch.prod(self.high.to(torch.float64) - self.low.to(torch.float64) + 1).item())
 
     def enumerate(self, use_mask: bool = False) -> torch.Tensor:

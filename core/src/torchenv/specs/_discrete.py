@@ -22,6 +22,7 @@ from torchenv.specs._utils import (
     batch_shape,
     copy_if_negative_strides,
     is_float_dtype,
+    normalize_dim,
 )
 from torchenv.specs._validate import as_count, as_shape, check_categories_fit
 
@@ -435,6 +436,33 @@ class Binary(Categorical):
     def update_mask(self, mask: torch.Tensor | None) -> None:
         if mask is not None:
             raise NotImplementedError("Binary specs do not support masks.")
+
+    def squeeze(self, dim: int | None = None) -> TensorSpec:
+        """Removes dims of size 1, the last one included (``n`` becomes the new last dim).
+
+        >>> Binary(1, shape=(2, 1)).squeeze(-1).shape
+        torch.Size([2])
+        """
+        if dim is None:
+            if self._ndim == 1:
+                return self
+            keep = [s for s in self.shape if s != 1]
+        else:
+            d = normalize_dim(dim, self._ndim)
+            keep = [s for i, s in enumerate(self.shape) if i != d or s != 1]
+        if len(keep) == self._ndim:
+            return self
+        return self._reshaped(torch.Size(keep), lambda t, extra: t)
+
+    def unsqueeze(self, dim: int) -> TensorSpec:
+        """Inserts a dim of size 1 anywhere, also last (then ``n`` is 1), as TorchRL allows.
+
+        >>> Binary(3).unsqueeze(-1).shape
+        torch.Size([3, 1])
+        """
+        d = normalize_dim(dim, self._ndim + 1)
+        shape = [*self.shape[:d], 1, *self.shape[d:]]
+        return self._reshaped(torch.Size(shape), lambda t, extra: t)
 
     def is_in(self, val: Any) -> bool:
         if not self._layout_ok(val):

@@ -22,6 +22,22 @@ class SpecShapeError(SpecError, ValueError):
     """A spec was given a shape it cannot take (expand, Composite entries, stacking)."""
 
 
+class SpecIndexError(SpecError, IndexError, ValueError):
+    """A dim or index is out of range for a spec.
+
+    Subclasses ``IndexError`` (what tensors raise) and ``ValueError`` (what TorchRL's
+    ``unsqueeze`` raises).
+    """
+
+
+class SpecEncodeError(SpecShapeError, RuntimeError):
+    """``encode`` was given a value whose shape does not fit the spec.
+
+    Subclasses ``ValueError`` (via :class:`SpecShapeError`) and ``RuntimeError`` (what TorchRL's
+    ``encode`` raises for a shape mismatch).
+    """
+
+
 class SpecLockedError(SpecError, RuntimeError):
     """A locked Composite was modified."""
 

@@ -12,10 +12,15 @@ from typing import Any
 import numpy as np
 import torch
 
-from torchenv.specs._base import TensorSpec, init_leaf
+from torchenv.specs._base import TensorSpec, _normalize_index, init_leaf
 from torchenv.specs._boxes import BoxList
 from torchenv.specs._discrete import _masked_scores, _sample_mask
-from torchenv.specs._errors import SpecArgumentError, SpecShapeError, SpecValueError
+from torchenv.specs._errors import (
+    SpecArgumentError,
+    SpecEncodeError,
+    SpecShapeError,
+    SpecValueError,
+)
 from torchenv.specs._utils import (
     DeviceLike,
     ShapeLike,
@@ -64,7 +69,8 @@ class MultiCategorical(TensorSpec):
         device: the device of the values (default: cpu).
         dtype: the dtype (default ``torch.int64``).
         mask: optional bool tensor of shape ``(*shape[:-1], sum(nvec))``: allowed categories.
-        remove_singleton: accepted for TorchRL compatibility.
+        remove_singleton: as in TorchRL, ``rand()`` of an unmasked spec of shape ``(1,)`` drops
+            the variable dim (and ``is_in`` accepts such samples).
 
     >>> spec = MultiCategorical([2, 3])
     >>> spec.shape, spec.cardinality()
@@ -109,6 +115,8 @@ class MultiCategorical(TensorSpec):
         )
         self._uniform = flat.shape[0] <= 1 or bool((flat == flat[:1]).all())
         self._row = flat[0].tolist() if flat.numel() else []
+        # TorchRL drops the variable dim of a one-variable spec's samples (``remove_singleton``)
+        self._squeeze_out = bool(self.remove_singleton) and tuple(self._shape) == (1,)
 
     @property
     def space(self) -> BoxList:
@@ -130,12 +138,17 @@ class MultiCategorical(TensorSpec):
         if self.mask is not None:
             parts = self.mask.split(self._row, -1)
             samples = [_sample_mask(m, full[:-1]) for m in parts]
-            return torch.stack(samples, -1).to(self.dtype)
+            return torch.stack(samples, -1).to(self.dtype)  # TorchRL keeps the dim here
         out = torch.rand(full, dtype=torch.float64, device=self.device).mul_(self.nvec).floor_()
+        if self._squeeze_out:
+            return out.squeeze(-1).to(self.dtype)
         return out.to(self.dtype)
 
     def is_in(self, val: Any) -> bool:
         if not self._layout_ok(val):
+            # a sample without its variable dim (remove_singleton); the retry cannot recurse again
+            if self._squeeze_out and isinstance(val, torch.Tensor) and val.shape[-1:] != (1,):
+                return self.is_in(val.unsqueeze(-1))
             return False
         if not val.numel():
             return True
@@ -174,13 +187,73 @@ class MultiCategorical(TensorSpec):
     def cardinality(self) -> int:
         return int(torch.tensor(self._row, dtype=torch.float64).prod().item())
 
+    def __getitem__(self, idx: Any) -> TensorSpec:
+        """Indexes the spec; an index that reaches the last dim picks variables, as in TorchRL.
+
+        An int on the last dim keeps that variable as a one-variable spec.
+
+        >>> spec = MultiCategorical([2, 3], shape=(4, 2))
+        >>> spec[0].shape, spec[0, 1].shape, spec[0, 1].nvec
+        (torch.Size([2]), torch.Size([1]), tensor([3]))
+        """
+        norm = _normalize_index(idx, self._ndim)
+        if (
+            None in norm
+            or len(norm) != self._ndim
+            or any(isinstance(i, torch.Tensor) and i.dtype == torch.bool for i in norm)
+        ):
+            return super().__getitem__(idx)
+        spec = super().__getitem__(norm[:-1]) if len(norm) > 1 else self
+        last, n = norm[-1], spec.shape[-1]
+        if isinstance(last, slice):
+            pick = torch.arange(n)[last]
+        else:
+            pick = torch.as_tensor(last).reshape(-1).long()
+            if bool(((pick < -n) | (pick >= n)).any()):
+                raise IndexError(
+                    f"index {last} is out of bounds for the {n} variables of {self._short()}"
+                )
+            pick = pick % n
+        from torchenv.specs._stack import _select_variables
+
+        return _select_variables(spec, pick)
+
     def enumerate(self, use_mask: bool = False) -> torch.Tensor:
+        """Every combination of the variables' values (the first variable varies slowest).
+
+        Args:
+            use_mask: leave out the combinations the mask forbids (a mask without batch dims).
+
+        Returns:
+            A tensor of shape ``(n, *self.shape)``.
+
+        Raises:
+            RuntimeError: if the spec is masked and ``use_mask`` is ``False`` (as in TorchRL).
+
+        >>> MultiCategorical([2, 2]).enumerate().tolist()
+        [[0, 0], [0, 1], [1, 0], [1, 1]]
+        """
+        values = self._all_rows()
+        if self.mask is not None:
+            if not use_mask:
+                raise RuntimeError(
+                    f"Cannot enumerate a masked {type(self).__name__} spec: pass use_mask=True "
+                    "to list the allowed values only."
+                )
+            if self.mask.ndim != 1:
+                raise NotImplementedError(
+                    "enumerate(use_mask=True) needs a mask without batch dims"
+                )
+            starts = torch.tensor([0, *self._row[:-1]], device=self.device).cumsum(0)
+            values = values[self.mask[values + starts].all(-1)]
+        values = values.view(values.shape[0], *([1] * (self._ndim - 1)), self.shape[-1])
+        return values.expand(values.shape[0], *self._sshape).to(self.dtype)
+
+    def _all_rows(self) -> torch.Tensor:
         grids = torch.meshgrid(
             *[torch.arange(n, device=self.device) for n in self._row], indexing="ij"
         )
-        values = torch.stack([g.reshape(-1) for g in grids], -1)
-        values = values.view(values.shape[0], *([1] * (self._ndim - 1)), self.shape[-1])
-        return values.expand(values.shape[0], *self._sshape).to(self.dtype)
+        return torch.stack([g.reshape(-1) for g in grids], -1)
 
     def to_one_hot(self, val: torch.Tensor, safe: bool | None = None) -> torch.Tensor:
         """Concatenated one-hot encoding of the indices (bool)."""
@@ -318,7 +391,7 @@ class MultiOneHot(TensorSpec):
         device = None if ignore_device else self.device
         idx = torch.as_tensor(copy_if_negative_strides(val), device=device).to(torch.long)
         if idx.shape[-1:] != (len(self.nvec),):
-            raise SpecShapeError(
+            raise SpecEncodeError(
                 f"cannot encode {val!r} with {self._short()}: expected {len(self.nvec)} indices"
             )
         bad = (idx < 0) | (idx >= torch.tensor(self.nvec, device=idx.device))
@@ -338,3 +411,20 @@ class MultiOneHot(TensorSpec):
         for n in self.nvec:
             out *= n
         return out
+
+    def enumerate(self, use_mask: bool = False) -> torch.Tensor:
+        """Every combination of the variables' one-hot values, shape ``(n, *self.shape)``.
+
+        Raises:
+            RuntimeError: if the spec is masked and ``use_mask`` is ``False`` (as in TorchRL).
+
+        >>> MultiOneHot([2, 2]).enumerate().int().tolist()
+        [[1, 0, 1, 0], [1, 0, 0, 1], [0, 1, 1, 0], [0, 1, 0, 1]]
+        """
+        if self.mask is not None and not use_mask:
+            raise RuntimeError(
+                "Cannot enumerate a masked MultiOneHot spec: pass use_mask=True to list the "
+                "allowed values only."
+            )
+        categorical = self.to_categorical_spec()
+        return categorical.to_one_hot(categorical.enumerate(use_mask)).to(self.dtype)

@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from torchenv.specs._base import TensorSpec
+from torchenv.specs._choice import Choice
 from torchenv.specs._errors import SpecShapeError
 from torchenv.specs._utils import normalize_dim
 
@@ -125,7 +126,22 @@ def stack_specs(specs: Sequence[TensorSpec], dim: int = 0, *, out: Any = None) -
         raise ValueError("Cannot stack an empty list of specs.")
     if isinstance(specs[0], Composite):
         return _stack_composites(specs, dim)
+    if isinstance(specs[0], Choice):
+        return _stack_choices(specs, dim)
     return _stack_leaves(specs, dim)
+
+
+def _stack_choices(specs: Sequence[Any], dim: int) -> TensorSpec:
+    """Equal Choices stack into one Choice with a new dim; others into a lazy ``Stacked``."""
+    from torchenv.specs._stacked import Stacked
+
+    first = specs[0]
+    d = normalize_dim(dim, first.ndim + 1)
+    if all(spec == first for spec in specs[1:]):
+        shape = list(first.shape)
+        shape.insert(d, len(specs))
+        return first.unsqueeze(d).expand(shape)
+    return Stacked(*specs, dim=d)
 
 
 def _squeeze(spec: TensorSpec, dim: int | None = None) -> TensorSpec:
@@ -140,8 +156,82 @@ def _unbind(spec: TensorSpec, dim: int = 0) -> tuple[TensorSpec, ...]:
     return spec.unbind(dim)
 
 
+_DOMAIN_LAST_DIM = ("OneHot", "MultiOneHot", "Binary")
+
+
+def index_select_spec(input: TensorSpec, dim: int, index: torch.Tensor) -> TensorSpec:
+    """The spec of ``torch.index_select(value, dim, index)`` for a value of ``input``.
+
+    Args:
+        input: the spec (a leaf spec or a Composite).
+        dim: the dim to select along (negative dims count from the end).
+        index: the indices to keep (a 0-d or 1-d integer tensor).
+
+    Returns:
+        A spec of the same class whose ``dim`` has ``index.numel()`` entries; the shape-following
+        tensors (bounds, masks, ``nvec``) are selected too.
+
+    Raises:
+        IndexError: if an index is negative or not below ``input.shape[dim]``.
+        ValueError: if ``dim`` is the last dim of a OneHot, MultiOneHot or Binary spec (their
+            domain).
+        NotImplementedError: for a lazy ``Stacked`` spec.
+
+    >>> import torch
+    >>> from torchenv.specs import Bounded
+    >>> spec = Bounded(torch.arange(4.0), 10.0, shape=(4,))
+    >>> torch.index_select(spec, 0, torch.tensor([0, 2])).low
+    tensor([0., 2.])
+    """
+    from torchenv.specs._composite import Composite
+    from torchenv.specs._stacked import Stacked, StackedComposite
+
+    ndim = len(input.shape)
+    d = normalize_dim(dim, ndim)
+    index = torch.as_tensor(index).reshape(-1)
+    if index.numel() and (bool((index < 0).any()) or bool((index >= input.shape[d]).any())):
+        raise IndexError(
+            f"index {index} is out of bounds for dimension {d} with size {input.shape[d]}"
+        )
+    if isinstance(input, (Stacked, StackedComposite)):
+        raise NotImplementedError(
+            f"index_select is not supported for {type(input).__name__} specs. Consider building "
+            "a dense spec first (torch.stack of identical specs gives one)."
+        )
+    if isinstance(input, Composite):
+        shape = list(input.shape)
+        shape[d] = index.numel()
+        entries = {
+            key: None if value is None else index_select_spec(value, d, index)
+            for key, value in input._specs.items()
+        }
+        return Composite(entries, shape=shape, device=input.device, data_cls=input.data_cls)
+    last = d == ndim - 1
+    if last and any(cls.__name__ in _DOMAIN_LAST_DIM for cls in type(input).__mro__[:2]):
+        raise ValueError(
+            f"Cannot index_select along the last dimension of {type(input).__name__} spec, as it "
+            "represents the domain."
+        )
+    if last and input._protected_dims:  # MultiCategorical: pick variables
+        return _select_variables(input, index)
+    return input[(slice(None),) * d + (index,)]
+
+
+def _select_variables(spec: Any, index: torch.Tensor) -> TensorSpec:
+    """A MultiCategorical that keeps the variables ``index`` (its last dim)."""
+    nvec = spec.nvec.index_select(-1, index.to(spec.nvec.device))
+    mask = spec.mask
+    if mask is not None:
+        starts = [0, *torch.tensor(spec._row).cumsum(0).tolist()]
+        cols = [c for i in index.tolist() for c in range(starts[i], starts[i + 1])]
+        mask = mask[..., cols]
+    shape = (*spec.shape[:-1], index.numel())
+    return type(spec)(nvec, shape=shape, device=spec.device, dtype=spec.dtype, mask=mask)
+
+
 SPEC_TORCH_FUNCTIONS: dict[Any, Callable[..., Any]] = {
     torch.stack: stack_specs,
+    torch.index_select: index_select_spec,
     torch.squeeze: _squeeze,
     torch.unsqueeze: _unsqueeze,
     torch.unbind: _unbind,

@@ -79,7 +79,13 @@ def _mask(spec: Any) -> Any:
     return None if mask is None else mask.clone()
 
 
+def _choice(spec: Any, lib: Any) -> Any:
+    choices = [_convert(c, lib) if hasattr(c, "cardinality") else c.clone() for c in spec._choices]
+    return lib.Choice(choices)
+
+
 _BUILDERS = {
+    "Choice": _choice,
     "StackedComposite": _stacked,
     "Stacked": _stacked,
     "Composite": _composite,

@@ -130,8 +130,16 @@ def unravel_key(key: Any) -> NestedKey:
 
 
 def normalize_dim(dim: int, ndim: int, name: str = "dim") -> int:
-    if dim < 0:
-        dim += ndim
-    if not 0 <= dim < ndim:
-        raise IndexError(f"{name} out of range for a spec with {ndim} dims: got {dim}.")
-    return dim
+    """``dim`` as a non-negative dim of a ``ndim``-dims shape.
+
+    Raises:
+        SpecIndexError: (an ``IndexError`` and a ``ValueError``) if ``dim`` is out of range.
+    """
+    out = dim + ndim if dim < 0 else dim
+    if not 0 <= out < ndim:
+        from torchenv.specs._errors import SpecIndexError
+
+        raise SpecIndexError(
+            f"{name} out of range: expected a value in [{-ndim}, {ndim - 1}], got {dim}."
+        )
+    return out

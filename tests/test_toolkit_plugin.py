@@ -72,7 +72,13 @@ def test_direct_path_is_taken(toywalk, num_envs):
     env._step_into = lambda action, out: calls.append(1) or step_into(action, out)
     td = env.rollout(60, break_when_any_done=False)
     assert len(calls) == 60
-    assert td["next", "truncated"].any()  # episodes ended and were reset inside the rollout
+    # 60 steps outlast the 50-step limit: every sub-env's first episode ended (reached the
+    # origin or truncated), and its next step starts a fresh episode from a reset.
+    done = td["next", "done"].squeeze(-1)
+    assert done.any(-1).all()
+    steps = td["next", "steps"].squeeze(-1)
+    after_done = done[..., :-1]
+    assert (steps[..., 1:][after_done] == 1).all()
 
 
 def _td_path(num_envs: int) -> ArrayEnv:

@@ -5,12 +5,20 @@ accepted; a conventional keyword of the wrong type or range is refused, naming i
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
+import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from torchenv.registry import InvalidKwargError, TorchEnvRegistryError, make
+from torchenv.registry import (
+    InvalidKwargError,
+    TorchEnvRegistryError,
+    backends,
+    make,
+    reset_plugins,
+)
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 IDS = ["CartPole", "Pendulum", "TicTacToe"]
@@ -28,6 +36,20 @@ def mangled(draw):
     name = draw(valid_names)
     at = draw(st.integers(0, len(name)))
     return name[:at] + draw(noise) + name[at:]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def core_backends_only() -> Iterator[None]:
+    """Disable every installed plugin: the names judged here are the core's alone. (Hypothesis
+    also draws string constants from the code under test, so an installed plugin's env id, say
+    ``"Walker2d"``, would otherwise be a valid bare name.)"""
+    plugins = sorted({info.plugin for info in backends() if info.name != "builtin"})
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TORCHENV_DISABLE_PLUGINS", ",".join(plugins))
+        reset_plugins()
+        assert [info.name for info in backends() if info.ok] == ["builtin"]
+        yield
+    reset_plugins()
 
 
 names = st.one_of(

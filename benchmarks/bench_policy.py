@@ -6,7 +6,8 @@ becomes the action, the env steps and resets what ended. On our side and TorchRL
 ``torch.from_numpy(obs)`` and ``env.step(action.numpy())`` with a reset when an episode ends
 (vector envs reset themselves).
 
-Cases: single envs (CartPole-v1, Pendulum-v1, HalfCheetah-v5 when mujoco is installed),
+Cases: single envs (CartPole-v1 with one-hot actions, TorchRL's default, and with index actions
+``categorical_action_encoding=True``; Pendulum-v1; HalfCheetah-v5 when mujoco is installed),
 ``ParallelEnv(4)`` against gymnasium's ``AsyncVectorEnv(4)``, and ``GymEnv(num_envs=N,
 vectorization_mode="vector_entry_point")`` against gymnasium's vector env with N = 64 and 1024.
 The TorchRL side runs in the interpreter named by ``TORCHENV_BENCH_TORCHRL_PYTHON`` (skipped
@@ -29,7 +30,10 @@ import warnings
 
 warnings.filterwarnings("ignore")
 
-SINGLE = ["CartPole-v1", "Pendulum-v1"] + (
+# "+categorical": ``categorical_action_encoding=True`` (an index action, as the raw side's MLP
+# writes; without it a discrete action is one-hot, TorchRL's default, and the policy pays a
+# ``one_hot`` that the raw side does not)
+SINGLE = ["CartPole-v1", "CartPole-v1+categorical", "Pendulum-v1"] + (
     ["HalfCheetah-v5"] if importlib.util.find_spec("mujoco") else []
 )
 PARALLEL = [("CartPole-v1", 4), ("Pendulum-v1", 4)]
@@ -122,7 +126,8 @@ def lib_single(lib: str, env_id: str, seconds: float) -> float:
         from torchrl.envs import GymEnv
     else:
         from torchenv_gym import GymEnv
-    env = GymEnv(env_id)
+    env_id, _, option = env_id.partition("+")
+    env = GymEnv(env_id, categorical_action_encoding=option == "categorical")
     one_hot = "OneHot" in type(env.action_spec).__name__
     try:
         return _timed(_td_loop(env, _td_policy(env, one_hot)), seconds, 1)
@@ -169,7 +174,7 @@ def raw_single(env_id: str, seconds: float) -> float:
     import torch
 
     torch.set_num_threads(1)
-    env = gym.make(env_id)
+    env = gym.make(env_id.partition("+")[0])
     out_dim, to_action = _action_head(env.action_space)
     mlp = _mlp(env.observation_space.shape[-1], out_dim)
     state = {"obs": env.reset(seed=0)[0]}

@@ -188,6 +188,39 @@ def test_info_reader_adds_specs_and_disables_the_direct_path():
     check_env_specs(env)
 
 
+def test_direct_io_static_is_asked_once_per_spec_configuration():
+    env = WalkArray((2,))
+    asked = []
+    static = env._direct_io_static
+    env._direct_io_static = lambda: asked.append(1) or static()
+    calls = []
+    step_into = env._step_into
+    env._step_into = lambda action, out: calls.append(1) or step_into(action, out)
+    td = env.reset()
+    for _ in range(3):
+        _, td = env.step_and_maybe_reset(env.rand_action(td))
+    assert (len(asked), len(calls)) == (1, 3)
+    env.reward_spec = Unbounded((2, 1))  # a spec change: asked again
+    td = env.reset()
+    env.step_and_maybe_reset(env.rand_action(td))
+    assert (len(asked), len(calls)) == (2, 4)
+
+
+def test_a_reader_appended_after_steps_turns_the_direct_path_off():
+    env = WalkArray((2,), info=True)
+    calls = []
+    step_into = env._step_into
+    env._step_into = lambda action, out: calls.append(1) or step_into(action, out)
+    td = env.reset()
+    _, td = env.step_and_maybe_reset(env.rand_action(td))
+    assert len(calls) == 1
+    # appended to the list, without set_info_dict_reader: the specs (and cache) are unchanged
+    env.info_dict_reader.append(lambda info, out: out.set("seen", torch.ones(2, 1)))
+    out, _ = env.step_and_maybe_reset(env.rand_action(td))
+    assert len(calls) == 1
+    assert out["next", "seen"].shape == (2, 1)
+
+
 def test_auto_registered_info_reader():
     env = WalkArray((2,), info=True).auto_register_info_dict()
     assert env.observation_spec["horizon"].dtype == torch.int64

@@ -108,7 +108,7 @@ class ArrayEnv(EnvBase):
     Return an ``info`` mapping to feed info readers (:meth:`set_info_dict_reader`).
 
     The direct path is taken when keys are flat strings, there is one action key, the env is on
-    the cpu and no info reader is set; override :meth:`_direct_io_supported` (calling ``super``)
+    the cpu and no info reader is set; override :meth:`_direct_io_static` (calling ``super``)
     to turn it off in other configurations.
 
     >>> import numpy as np, torch
@@ -261,14 +261,27 @@ class ArrayEnv(EnvBase):
 
     # ------------------------------------------------------------------ direct path
     def _direct_io_supported(self) -> bool:
-        """Flat keys, one action, cpu, no info reader, ``_step``/``_reset`` not overridden."""
+        """Whether the direct hooks may be used now: :meth:`_direct_io_static` (computed once
+        per spec configuration) and no info reader set."""
+        d = self.__dict__
+        if d["info_dict_reader"]:  # a list: readers may be appended at any time
+            return False
+        cache = d["_cache"]  # emptied when the specs (or the device) change
+        static = cache.get("direct_io_static")
+        if static is None:
+            static = cache["direct_io_static"] = bool(self._direct_io_static())
+        return static
+
+    def _direct_io_static(self) -> bool:
+        """The part of :meth:`_direct_io_supported` that only changes with the specs: flat keys,
+        one action, cpu, ``_step``/``_reset`` not overridden. Subclasses extend it (calling
+        ``super``) with their own configuration."""
         cls = type(self)
         device = self.device
         layout = self._array_layout
         return (
             cls._step is ArrayEnv._step
             and cls._reset is ArrayEnv._reset
-            and not self.info_dict_reader
             and (device is None or device.type == "cpu")
             and layout.flat
             and layout.flat_action

@@ -78,6 +78,8 @@ class DirectPlan:
         "batch_size",
         "rand",
         "_np_cache",
+        "next_alloc",
+        "root_alloc",
     )
 
     def __init__(self, env: Any) -> None:
@@ -97,6 +99,9 @@ class DirectPlan:
         self.batch_size = plan.batch_size
         self.rand = plan.rand_fast[0][1] if plan.rand_fast else None
         self._np_cache: dict = {}
+        # (keys, shapes, numpy dtypes) of a step's and of a reset's outputs, for map() below
+        self.next_alloc = tuple(zip(*self.np_leaves(self.next_keys)))
+        self.root_alloc = tuple(zip(*self.np_leaves(self.root_keys)))
 
     def np_leaves(self, keys: list[str]) -> list[tuple[str, tuple[int, ...], np.dtype]]:
         """``(key, shape, numpy dtype)`` of ``keys`` (cached per key list)."""
@@ -314,6 +319,9 @@ def direct_step_and_maybe_reset(
     entries under ``"next"``; the next input built as ``step_mdp`` does (root entries kept,
     observations and dones from ``"next"``), reset where done, with the other root entries
     zeroed in the sub-envs reset when only some are (``EnvBase.reset``'s merge).
+
+    This is the loop of every collector (a policy, then this), so each line counts: with
+    ``GymEnv("CartPole-v1")`` the simulator's step takes about 5 us of the 15 us spent here.
     """
     src = tensordict._tensordict
     if "next" in src or "_step" in src or "_reset" in src:
@@ -330,8 +338,9 @@ def direct_step_and_maybe_reset(
             return None
     # numpy allocations wrapped by from_numpy: several times cheaper than torch.empty + .numpy()
     from_numpy, empty = torch.from_numpy, np.empty
-    arrays = {key: empty(shape, dtype) for key, shape, dtype in plan.np_leaves(plan.next_keys)}
-    nxt = {key: from_numpy(array) for key, array in arrays.items()}
+    keys, shapes, dtypes = plan.next_alloc
+    arrays = dict(zip(keys, map(empty, shapes, dtypes)))
+    nxt = dict(zip(keys, map(from_numpy, arrays.values())))
     done = env._step_into(src[plan.action_key], arrays)
     tensordict._set_str(
         "next",
@@ -339,6 +348,7 @@ def direct_step_and_maybe_reset(
         validated=True,
         inplace=False,
     )
+    # step_mdp: the root entries that are not outputs, then the outputs it carries over
     mdp = env._step_mdp
     excluded = mdp.excluded_set
     root = {key: value for key, value in src.items() if key not in excluded}
@@ -347,23 +357,20 @@ def direct_step_and_maybe_reset(
         if value is not None:
             root[key] = value
     if done:
+        keys, shapes, dtypes = plan.root_alloc
         if batch:
             mask = arrays["done"].reshape(tuple(batch))
-            fresh_arrays = {key: arrays[key].copy() for key in plan.root_keys}
+            fresh_arrays = {key: arrays[key].copy() for key in keys}
             env._reset_into(fresh_arrays, mask)
-            fresh = {key: from_numpy(array) for key, array in fresh_arrays.items()}
             if not mask.all():  # the entries a reset does not write: zeros where reset
                 rows = torch.from_numpy(mask)
                 nb = len(batch)
                 for key, value in root.items():
-                    if key not in fresh:
+                    if key not in fresh_arrays:
                         view = rows.reshape(*batch, *((1,) * (value.ndim - nb)))
                         root[key] = value.masked_fill(view, 0)
         else:
-            fresh_arrays = {
-                k: empty(shape, dtype) for k, shape, dtype in plan.np_leaves(plan.root_keys)
-            }
+            fresh_arrays = dict(zip(keys, map(empty, shapes, dtypes)))
             env._reset_into(fresh_arrays, None)
-            fresh = {key: from_numpy(array) for key, array in fresh_arrays.items()}
-        root.update(fresh)
+        root.update(zip(keys, map(from_numpy, fresh_arrays.values())))
     return tensordict, TensorDict._new_unsafe(root, batch_size=batch, device=device, nested=False)

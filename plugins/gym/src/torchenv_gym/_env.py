@@ -258,9 +258,9 @@ class GymWrapper(ArrayEnv):
                 reward = reward + r
         return obs, reward, terminated, truncated, info
 
-    def _direct_io_supported(self) -> bool:
+    def _direct_io_static(self) -> bool:
         """Array observations (no pixels, no one-hot, tuple or text spaces), array actions."""
-        return self._array_obs and not self._action_is_td and super()._direct_io_supported()
+        return self._array_obs and not self._action_is_td and super()._direct_io_static()
 
     # ------------------------------------------------------------------ misc
     def read_obs(self, observation: Any) -> dict:

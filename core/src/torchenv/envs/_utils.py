@@ -62,6 +62,27 @@ def _get_nested(td: TensorDictBase, key: NestedKey):
     return td
 
 
+def any_set(td: TensorDictBase, keys: list[NestedKey]) -> bool:
+    """Whether any tensor of ``td`` at ``keys`` (string or tuple keys) has a ``True`` element;
+    missing keys count as unset. The cheap look before ``terminated_or_truncated`` writes."""
+    for key in keys:
+        if type(key) is str:
+            value = _fast_get(td, key)
+        else:
+            value = td
+            for k in key:
+                if type(value) is TensorDict:
+                    value = value._tensordict.get(k)
+                elif isinstance(value, TensorDictBase):
+                    value = value._get_str(k, None)
+                else:
+                    value = None
+                    break
+        if isinstance(value, torch.Tensor) and value.any():
+            return True
+    return False
+
+
 def _any(value: torch.Tensor) -> bool:
     """``bool(value.any())`` with a fast path for one-element tensors."""
     if value.numel() == 1:

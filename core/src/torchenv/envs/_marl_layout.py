@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import torch
 from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
 
@@ -251,6 +252,16 @@ class MarlLayout:
         for group in self.group_map:
             leaf = None if self.heterogeneous[group] else self.full_action_spec[group, "action"]
             self._action_leaf[group] = leaf if isinstance(leaf, (OneHot, MultiOneHot)) else None
+        # homogeneous unbatched cpu groups with per-agent done, terminated and truncated flags:
+        # _flag_block builds them (and the root's) from the simulator's dicts at once
+        flat = (
+            not self.batch_size
+            and not any(self.heterogeneous.values())
+            and done == "per_agent"
+            and self.done_keys == _FLAGS
+            and self._data_device is None
+        )
+        self._flag_groups = list(self.group_map.items()) if flat else None
         self._flat_flags = (
             len(self.group_map) == 1
             and not self.batch_size
@@ -368,7 +379,14 @@ class MarlLayout:
         groups: dict[str, Any] = {}
         for group, members, _, het in self._group_items:
             groups[group] = [{} for _ in members] if het else {}
+        flat_flags = None
+        if self._flag_groups is not None and "done" not in per_agent:
+            term, trunc = per_agent.get("terminated"), per_agent.get("truncated")
+            if type(term) is dict and type(trunc) is dict and not root.keys() & _FLAGS:
+                flat_flags = self._flag_block(term, trunc)
         for key, values in per_agent.items():
+            if flat_flags is not None and (key == "terminated" or key == "truncated"):
+                continue
             if type(key) is str:
                 name = key
             elif isinstance(key, tuple) and len(key) == 1:
@@ -403,7 +421,12 @@ class MarlLayout:
                         agent_data[name] = het_leaf(agent_plan, v, a, (name,), data_device)
                 else:
                     groups[group][name] = group_leaf(plan, vals, members, (name,), nb, data_device)
-        flags = self._fill_flags(groups, root)
+        if flat_flags is None:
+            flags = self._fill_flags(groups, root)
+        else:
+            agent_flags, flags = flat_flags
+            for group, values in agent_flags.items():
+                groups[group].update(values)
         if self.has_agent_mask and "mask" not in per_agent:
             self._fill_agent_mask(groups, acting)
         source: dict[str, Any] = {
@@ -456,6 +479,53 @@ class MarlLayout:
             parts = [d.get(key) for d in data]
             return None if parts[0] is None else torch.stack(parts, len(self.batch_size))
         return data.get(key)
+
+    def _flag_block(
+        self, terminated: dict, truncated: dict
+    ) -> tuple[dict[str, dict[str, torch.Tensor]], dict[str, torch.Tensor]] | None:
+        """The per-agent flags of every group and the root flags, for homogeneous unbatched
+        groups, from the simulator's dicts of bools (absent agents are done): one bool array
+        per group. ``None`` when a value is not a plain flag or an agent is unknown (the
+        general path then converts, or words the error)."""
+        agents = self._agent_set
+        if not (agents.issuperset(terminated) and agents.issuperset(truncated)):
+            return None
+        from_numpy = torch.from_numpy
+        groups: dict[str, dict[str, torch.Tensor]] = {}
+        all_done: list[bool] = []
+        all_term: list[bool] = []
+        all_trunc: list[bool] = []
+        for group, members in self._flag_groups:
+            try:
+                term = [bool(terminated.get(a, True)) for a in members]
+                trunc = [bool(truncated.get(a, True)) for a in members]
+            except (ValueError, TypeError, RuntimeError):
+                return None
+            done = [t or u for t, u in zip(term, trunc, strict=True)]
+            n = len(members)
+            # one array, three numpy views (torch's split costs more than three from_numpy)
+            block = np.array(done + term + trunc, dtype=bool).reshape(3, n, 1)
+            groups[group] = {
+                "done": from_numpy(block[0]),
+                "terminated": from_numpy(block[1]),
+                "truncated": from_numpy(block[2]),
+            }
+            all_done += done
+            all_term += term
+            all_trunc += trunc
+        if self.done_on_any:
+            root = [any(all_done), any(all_term), any(all_trunc)]
+        else:
+            # every agent done; "truncated" if any of them was cut short, else "terminated"
+            finished = all(all_done)
+            cut = finished and any(all_trunc)
+            root = [finished, finished and not cut, cut]
+        flags = np.array(root, dtype=bool).reshape(3, 1)
+        return groups, {
+            "done": from_numpy(flags[0]),
+            "terminated": from_numpy(flags[1]),
+            "truncated": from_numpy(flags[2]),
+        }
 
     def _fill_flags(
         self, groups: dict[str, Any], root: Mapping[str, Any]

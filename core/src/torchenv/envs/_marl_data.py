@@ -155,6 +155,13 @@ def _numpy_dtype(dtype: torch.dtype) -> Any:
         return found
 
 
+def _strip_ones(shape: tuple[int, ...]) -> tuple[int, ...]:
+    i = 0
+    while i < len(shape) and shape[i] == 1:
+        i += 1
+    return tuple(shape[i:])
+
+
 def _stack_numpy(values: Sequence[Any], shape: torch.Size, dtype: torch.dtype) -> Any:
     """Unbatched group leaf of numpy arrays / numbers, every agent present: one ``np.asarray``
     (a fresh array; numpy casts as the item-by-item writes would) and a zero-copy
@@ -171,8 +178,9 @@ def _stack_numpy(values: Sequence[Any], shape: torch.Size, dtype: torch.dtype) -
     except (ValueError, TypeError, RuntimeError):
         return None
     if array.shape != shape:
-        # only singleton dims may differ (a number for a (1,) spec, a (1,) array for a ())
-        if [d for d in array.shape if d != 1] != [d for d in shape if d != 1]:
+        # what an item write would broadcast: the agents' values and the spec may differ
+        # by leading singleton dims only (a number for a (1,) spec, a (1, 3) array for (3,))
+        if _strip_ones(array.shape[1:]) != _strip_ones(shape[1:]):
             return None
         array = array.reshape(shape)
     return torch.from_numpy(array)

@@ -78,9 +78,23 @@ def any_set(td: TensorDictBase, keys: list[NestedKey]) -> bool:
                 else:
                     value = None
                     break
-        if isinstance(value, torch.Tensor) and value.any():
+        if isinstance(value, torch.Tensor) and _any_small(value):
             return True
     return False
+
+
+def _any_small(value: torch.Tensor) -> bool:
+    """``bool(value.any())``; small cpu tensors (agents' flags) through ``tolist``, several
+    times cheaper than a torch reduction and its ``bool``."""
+    n = value.numel()
+    if n > 64 or value.device.type != "cpu":
+        return bool(value.any())
+    if n == 1:
+        return bool(value.item())
+    flat = value.tolist()
+    for _ in range(value.ndim - 1):
+        flat = [x for row in flat for x in row]
+    return any(flat)
 
 
 def _any(value: torch.Tensor) -> bool:

@@ -293,12 +293,12 @@ def main() -> None:
         print(f"\n{task}")
         for name, value in med.items():
             spread = f"{min(rates[name]):,.0f}-{max(rates[name]):,.0f}"
-            print(f"  {name:12s} {value:>10,.0f} steps/s   (rounds: {spread})")
+            print(f"  {name:16s} {value:>10,.0f} steps/s   (rounds: {spread})")
         print(f"  ours / raw           {med['ours'] / med['raw']:.2f}")
         print(f"  ours-step / raw      {med['ours-step'] / med['raw']:.2f}")
         if "raw-policy" in med:
             for name in ("ours-policy", "ours-policy-step"):
-                print(f"  {name} / raw-policy".ljust(23) + f"{med[name] / med['raw-policy']:.2f}")
+                print(f"  {name} / raw-policy".ljust(35) + f"{med[name] / med['raw-policy']:.2f}")
         if "torchrl" in med:
             print(f"  torchrl / its raw    {med['torchrl'] / med['torchrl-raw']:.2f}")
             print(f"  ours / torchrl       {med['ours'] / med['torchrl']:.2f}")

@@ -8,6 +8,12 @@ Tasks: ``mpe/simple_spread_v3`` (parallel, 3 agents, ``max_cycles=25``) and
 - ``ours``: ``PettingZooEnv(...).rollout(n, break_when_any_done=False)`` (random actions from the
   action spec, resets included, the whole trajectory kept), and a ``step_and_maybe_reset`` loop
   with a fixed action tensordict (``ours-step``);
+- ``raw-policy`` / ``ours-policy`` / ``ours-policy-step`` (parallel tasks): the same small MLP
+  (observation -> 64 -> 64 -> action logits, argmax) drives each side. Raw: the agents'
+  observations stacked with numpy, one forward pass for all agents, the argmax handed back as a
+  dict; ours: a ``TensorDictModule`` reading ``(group, "observation")`` and writing
+  ``(group, "action")`` in ``rollout(policy=...)`` and in a ``step_and_maybe_reset`` loop;
+  both under ``torch.no_grad()``, as a collector runs;
 - ``torchrl``: TorchRL 0.14.1's ``PettingZooEnv`` rollout, run by the python named in
   ``TORCHENV_BENCH_TORCHRL_PYTHON`` (a venv with torchrl and PettingZoo 1.24.3, where TorchRL's
   task lookup works); its own raw loop is measured there too (``torchrl-raw``), so that each
@@ -16,7 +22,7 @@ Tasks: ``mpe/simple_spread_v3`` (parallel, 3 agents, ``max_cycles=25``) and
 Each of ``--rounds`` rounds (default 5) runs the TorchRL side, ours and raw in turn (alternating
 the order), one thread (``torch.set_num_threads(1)``); the report gives the median rate of each.
 
-Run: ``python benchmarks/bench_pettingzoo.py`` (about two minutes with the TorchRL side).
+Run: ``python benchmarks/bench_pettingzoo.py`` (about three minutes with the TorchRL side).
 """
 
 from __future__ import annotations
@@ -122,6 +128,90 @@ def ours_step(task: str) -> float:
     return _rate(run, STEPS)
 
 
+# -------------------------------------------------------------------- policy in the loop
+def _mlp(n_obs: int, n_act: int):
+    import torch
+    from torch import nn
+
+    torch.manual_seed(0)
+    return nn.Sequential(
+        nn.Linear(n_obs, 64), nn.Tanh(), nn.Linear(64, 64), nn.Tanh(), nn.Linear(64, n_act)
+    )
+
+
+def raw_policy(task: str) -> float:
+    import numpy as np
+    import torch
+
+    from torchenv_pettingzoo._tasks import find_task
+
+    spec = TASKS[task]
+    env = find_task(task).make(True, dict(spec["kwargs"]))
+    agents = list(env.possible_agents)
+    net = _mlp(env.observation_space(agents[0]).shape[0], int(env.action_space(agents[0]).n))
+    state = {"obs": env.reset(seed=0)[0]}
+
+    def run():
+        obs = state["obs"]
+        with torch.no_grad():
+            for _ in range(STEPS):
+                if not env.agents:
+                    obs, _ = env.reset()
+                live = env.agents
+                batch = torch.from_numpy(np.stack([obs[a] for a in live]))
+                actions = net(batch).argmax(-1).numpy()
+                obs = env.step(dict(zip(live, actions)))[0]
+        state["obs"] = obs
+
+    return _rate(run, STEPS)
+
+
+def _ours_policy_env(task: str):
+    from tensordict.nn import TensorDictModule
+
+    env = _ours_env(task)
+    (group,) = env.group_map  # simple_spread: one group "agent"
+    obs = env.observation_spec[group, "observation"].shape[-1]
+    act = int(env.full_action_spec[group, "action"].space.n)
+    net = _mlp(obs, act)
+
+    def forward(observation):
+        return net(observation).argmax(-1)
+
+    policy = TensorDictModule(
+        forward, in_keys=[(group, "observation")], out_keys=[(group, "action")]
+    )
+    return env, policy
+
+
+def ours_policy(task: str) -> float:
+    import torch
+
+    env, policy = _ours_policy_env(task)
+
+    def run():
+        with torch.no_grad():
+            env.rollout(STEPS, policy, break_when_any_done=False)
+
+    return _rate(run, STEPS)
+
+
+def ours_policy_step(task: str) -> float:
+    import torch
+
+    env, policy = _ours_policy_env(task)
+    state = {"td": env.reset()}
+
+    def run():
+        td = state["td"]
+        with torch.no_grad():
+            for _ in range(STEPS):
+                _, td = env.step_and_maybe_reset(policy(td))
+        state["td"] = td
+
+    return _rate(run, STEPS)
+
+
 # ---------------------------------------------------------------------------- TorchRL's side
 def torchrl_side(task: str) -> dict[str, float]:
     """TorchRL's PettingZooEnv rollout and the raw loop, both on this venv's PettingZoo."""
@@ -184,6 +274,14 @@ def main() -> None:
     for task in [args.task] if args.task else list(TASKS):
         rates: dict[str, list[float]] = {}
         sides = {"raw": raw, "ours": ours, "ours-step": ours_step}
+        if TASKS[task]["parallel"]:
+            sides.update(
+                {
+                    "raw-policy": raw_policy,
+                    "ours-policy": ours_policy,
+                    "ours-policy-step": ours_policy_step,
+                }
+            )
         for r in range(args.rounds):
             trl = _run_torchrl(task)
             for key, value in (trl or {}).items():
@@ -195,9 +293,12 @@ def main() -> None:
         print(f"\n{task}")
         for name, value in med.items():
             spread = f"{min(rates[name]):,.0f}-{max(rates[name]):,.0f}"
-            print(f"  {name:12s} {value:>10,.0f} steps/s   (rounds: {spread})")
+            print(f"  {name:16s} {value:>10,.0f} steps/s   (rounds: {spread})")
         print(f"  ours / raw           {med['ours'] / med['raw']:.2f}")
         print(f"  ours-step / raw      {med['ours-step'] / med['raw']:.2f}")
+        if "raw-policy" in med:
+            for name in ("ours-policy", "ours-policy-step"):
+                print(f"  {name} / raw-policy".ljust(35) + f"{med[name] / med['raw-policy']:.2f}")
         if "torchrl" in med:
             print(f"  torchrl / its raw    {med['torchrl'] / med['torchrl-raw']:.2f}")
             print(f"  ours / torchrl       {med['ours'] / med['torchrl']:.2f}")

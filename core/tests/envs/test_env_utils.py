@@ -173,3 +173,50 @@ def test_random_policy_leaf_and_composite():
 def test_check_env_specs_method():
     env = CounterEnv()
     env.check_env_specs(seed=1)
+
+
+# ------------------------------------------------------------------ any_set (any_done's first look)
+@pytest.mark.parametrize(
+    "where, shape",
+    [("done", (1,)), (("agents", "terminated"), (3, 1)), (("agents", "truncated"), (100, 1))],
+)
+def test_any_set_finds_a_flag_at_any_level(where, shape):
+    from torchenv.envs._utils import any_set
+
+    td = TensorDict(
+        {
+            "done": torch.zeros(1, dtype=torch.bool),
+            "agents": TensorDict(
+                {
+                    "terminated": torch.zeros(3, 1, dtype=torch.bool),
+                    "truncated": torch.zeros(100, 1, dtype=torch.bool),
+                },
+                batch_size=(),
+            ),
+        },
+        batch_size=(),
+    )
+    keys = ["done", ("agents", "terminated"), ("agents", "truncated"), ("missing", "done")]
+    assert not any_set(td, keys)
+    flag = torch.zeros(shape, dtype=torch.bool)
+    flag.view(-1)[-1] = True  # the last element, past what a first-row check would see
+    td.set(where, flag)
+    assert any_set(td, keys)
+
+
+def test_any_done_on_nested_flags_writes_reset_only_when_set():
+    env = MarlEnv(shared_done=False)
+    td = env.reset()
+    nxt = env.step(env.rand_action(td))["next"]
+    for key in env.done_keys:
+        nxt.set(key, torch.zeros_like(nxt.get(key)))
+    assert not env.any_done(nxt)
+    assert not any(
+        k[-1] == "_reset" if isinstance(k, tuple) else k == "_reset" for k in nxt.keys(True)
+    )
+    group_key = next(k for k in env.done_keys if isinstance(k, tuple))
+    flag = nxt.get(group_key).clone()
+    flag.view(-1)[-1] = True
+    nxt.set(group_key, flag)
+    assert env.any_done(nxt)
+    assert nxt.get((*group_key[:-1], "_reset")).view(-1)[-1]

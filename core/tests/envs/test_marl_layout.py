@@ -470,3 +470,110 @@ def test_shared_reward_layout():
 def test_group_named_like_a_root_entry_is_refused():
     with pytest.raises(ValueError, match="a group named 'done' clashes"):
         _layout(group_map={"done": AGENTS})
+
+
+# ------------------------------------------------- the fast paths agree with the general one
+def _general(layout):
+    """The same layout with its fast paths off (the agent-by-agent conversions)."""
+    layout._flag_groups = None
+    layout._flat_actions = False
+    return layout
+
+
+def _all_present():
+    rng = np.random.default_rng(0)
+    return {
+        "observation": {a: rng.normal(size=3) for a in AGENTS},  # float64 -> float32
+        "reward": {"agent_0": 1.5, "agent_1": np.float32(-2.0), "adversary_0": np.array([0.5])},
+        "terminated": {"agent_0": False, "agent_1": np.bool_(True), "adversary_0": False},
+        "truncated": {"agent_0": False, "agent_1": False, "adversary_0": np.array([True])},
+    }
+
+
+@pytest.mark.parametrize("done_on_any", [True, False])
+@pytest.mark.parametrize("drop", [None, "agent_1"])
+def test_output_fast_numpy_path_equals_general_path(done_on_any, drop):
+    values = _all_present()
+    if drop is not None:  # an agent that left: the general path fills it
+        values = {k: {a: v for a, v in d.items() if a != drop} for k, d in values.items()}
+    fast = _layout(done_on_any=done_on_any).output(values)
+    slow = _general(_layout(done_on_any=done_on_any)).output(values)
+    assert (fast == slow).all()
+    for key in fast.keys(True, True):
+        assert fast[key].dtype == slow[key].dtype and fast[key].shape == slow[key].shape
+
+
+def test_output_fast_flags_values():
+    layout = _layout(done_on_any=False)
+    term = {"agent_0": True, "agent_1": False, "adversary_0": True}
+    trunc = {"agent_0": False, "agent_1": True, "adversary_0": False}
+    td = layout.output({"terminated": term, "truncated": trunc})
+    assert td["agent", "done"].flatten().tolist() == [True, True]
+    assert td["agent", "truncated"].flatten().tolist() == [False, True]
+    # every agent done, one cut short: the root is truncated, not terminated
+    assert (td["done"].item(), td["terminated"].item(), td["truncated"].item()) == (
+        True,
+        False,
+        True,
+    )
+    trunc["agent_1"] = False
+    td = layout.output({"terminated": term, "truncated": trunc})
+    assert td["done"].tolist() == [False] and td["agent", "done"].flatten().tolist() == [
+        True,
+        False,
+    ]
+
+
+def test_output_fast_path_copies_the_inputs():
+    layout = _layout()
+    obs = {a: np.zeros(3, dtype=np.float32) for a in AGENTS}
+    flags = {a: False for a in AGENTS}
+    first = layout.output({"observation": obs, "terminated": flags, "truncated": flags})
+    second = layout.output({"observation": obs, "terminated": flags, "truncated": flags})
+    obs["agent_0"][:] = 7.0  # the simulator reusing its buffer must not reach the outputs
+    assert first["agent", "observation"].abs().sum() == 0
+    assert first["agent", "observation"].data_ptr() != second["agent", "observation"].data_ptr()
+    first["agent", "done"][0] = True  # nor one output another's, nor one flag another
+    assert not second["agent", "done"].any() and not first["agent", "terminated"].any()
+
+
+@pytest.mark.parametrize(
+    "value, match",
+    [
+        (np.zeros((1, 3)), None),  # a leading singleton dim: reshaped, as item writes do
+        (np.zeros((1, 3, 1)), r"agent 'agent_0', key \('observation',\)"),
+        (np.zeros(5), r"agent 'agent_0', key \('observation',\)"),
+        (np.zeros((3, 3)), r"agent 'agent_0', key \('observation',\)"),
+    ],
+)
+def test_output_fast_path_shapes(value, match):
+    layout = _layout()
+    obs = {a: value for a in AGENTS}  # every agent alike: the one-array path is tried
+    flags = {a: False for a in AGENTS}
+    if match is None:
+        td = layout.output({"observation": obs, "terminated": flags, "truncated": flags})
+        assert td["agent", "observation"].shape == (2, 3)
+        return
+    with pytest.raises(ValueError, match=match):
+        layout.output({"observation": obs, "terminated": flags, "truncated": flags})
+
+
+def test_output_fast_flags_refuse_unknown_agents_and_odd_values():
+    layout = _layout()
+    with pytest.raises(KeyError, match="unknown agents"):
+        layout.output({"terminated": {"ghost": True}, "truncated": {}})
+    with pytest.raises(ValueError, match="agent 'agent_0'"):
+        layout.output({"terminated": {"agent_0": np.ones(2, bool)}, "truncated": {}})
+
+
+@pytest.mark.parametrize("requires_grad", [False, True])
+def test_split_actions_numpy_fast_path_equals_general_path(requires_grad):
+    layout = _layout(action_specs={a: OneHot(3) for a in AGENTS})
+    td = layout.full_action_spec.rand()
+    if requires_grad:
+        td["agent", "action"] = td["agent", "action"].float().requires_grad_()
+    fast = layout.split_actions(td, numpy=True, categorical=True)
+    slow = _general(_layout(action_specs={a: OneHot(3) for a in AGENTS})).split_actions(
+        td, numpy=True, categorical=True
+    )
+    assert list(fast) == AGENTS and fast == slow

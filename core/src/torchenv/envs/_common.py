@@ -27,6 +27,7 @@ from torchenv.envs._utils import (
     _align_mask,
     _any,
     _get_nested,
+    any_set,
     terminated_or_truncated,
 )
 from torchenv.specs import Composite
@@ -423,6 +424,8 @@ class EnvBase(_EnvSpecs, TorchRLInternals, torch.nn.Module, metaclass=_EnvMeta):
                 return False
             tensordict._set_str("_reset", done.clone(), validated=True, inplace=False)
             return True
+        if not any_set(tensordict, plan.done_keys):
+            return False  # nested done entries (multi-agent), none set: nothing to write
         return terminated_or_truncated(tensordict, self.full_done_spec, key="_reset")
 
     def maybe_reset(self, tensordict: TensorDictBase) -> TensorDictBase:

@@ -105,6 +105,10 @@ def group_leaf(
         }
     _, shape, dtype = plan
     tensor = torch.Tensor
+    if nb == 0 and device is None and type(values[0]) is not tensor:
+        fast = _stack_numpy(values, shape, dtype)
+        if fast is not None:
+            return fast
     if all(type(v) is tensor for v in values):
         out = torch.stack(values, dim=nb)
         if out.shape != shape:
@@ -133,6 +137,53 @@ def group_leaf(
                 f"shape {tuple(shape[:nb] + shape[nb + 1 :])} ({dtype}): {err}"
             ) from None
     return out if device is None else out.to(device)
+
+
+_NUMPY_DTYPES: dict[torch.dtype, Any] = {}
+
+
+def _numpy_dtype(dtype: torch.dtype) -> Any:
+    """The numpy dtype of a torch dtype (``None`` where numpy has none, e.g. bfloat16)."""
+    try:
+        return _NUMPY_DTYPES[dtype]
+    except KeyError:
+        try:
+            found = torch.empty((), dtype=dtype).numpy().dtype
+        except TypeError:
+            found = None
+        _NUMPY_DTYPES[dtype] = found
+        return found
+
+
+def _strip_ones(shape: tuple[int, ...]) -> tuple[int, ...]:
+    i = 0
+    while i < len(shape) and shape[i] == 1:
+        i += 1
+    return tuple(shape[i:])
+
+
+def _stack_numpy(values: Sequence[Any], shape: torch.Size, dtype: torch.dtype) -> Any:
+    """Unbatched group leaf of numpy arrays / numbers, every agent present: one ``np.asarray``
+    (a fresh array; numpy casts as the item-by-item writes would) and a zero-copy
+    ``torch.from_numpy``. ``None`` when that does not fit (a missing agent, a tensor, a ragged
+    or misshaped value): the general path then fills agent by agent (and words the errors)."""
+    np_dtype = _numpy_dtype(dtype)
+    if np_dtype is None:
+        return None
+    for value in values:
+        if value is MISSING:
+            return None
+    try:
+        array = np.asarray(values, dtype=np_dtype)
+    except (ValueError, TypeError, RuntimeError):
+        return None
+    if array.shape != shape:
+        # what an item write would broadcast: the agents' values and the spec may differ
+        # by leading singleton dims only (a number for a (1,) spec, a (1, 3) array for (3,))
+        if _strip_ones(array.shape[1:]) != _strip_ones(shape[1:]):
+            return None
+        array = array.reshape(shape)
+    return torch.from_numpy(array)
 
 
 def het_leaf(

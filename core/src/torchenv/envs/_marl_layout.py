@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import torch
 from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
 
@@ -237,6 +238,35 @@ class MarlLayout:
         cpu = self.device is None or self.device.type == "cpu"
         self._data_device = None if cpu else self.device
         self._plans: dict[tuple[str, str], Any] = {}
+        # what every output needs, computed once: (group, members, positions, heterogeneous)
+        self._agent_set = frozenset(self.agent_names)
+        self._group_items = [
+            (g, m, self._positions[g], self.heterogeneous[g]) for g, m in self.group_map.items()
+        ]
+        # one homogeneous group, no batch dims: the root flags are the group flags' any/all
+        # over the agent dim, whose result already has the root shape (1,)
+        # unbatched homogeneous groups: split_actions(numpy=True) takes _numpy_actions;
+        # group -> the one-hot action spec to turn into indices (None: nothing to turn)
+        self._flat_actions = not self.batch_size and not any(self.heterogeneous.values())
+        self._action_leaf: dict[str, Any] = {}
+        for group in self.group_map:
+            leaf = None if self.heterogeneous[group] else self.full_action_spec[group, "action"]
+            self._action_leaf[group] = leaf if isinstance(leaf, (OneHot, MultiOneHot)) else None
+        # homogeneous unbatched cpu groups with per-agent done, terminated and truncated flags:
+        # _flag_block builds them (and the root's) from the simulator's dicts at once
+        flat = (
+            not self.batch_size
+            and not any(self.heterogeneous.values())
+            and done == "per_agent"
+            and self.done_keys == _FLAGS
+            and self._data_device is None
+        )
+        self._flag_groups = list(self.group_map.items()) if flat else None
+        self._flat_flags = (
+            len(self.group_map) == 1
+            and not self.batch_size
+            and not any(self.heterogeneous.values())
+        )
 
     # ------------------------------------------------------------------ specs
     def agent_group_of(self, agent: str) -> str:
@@ -345,19 +375,30 @@ class MarlLayout:
         batch, device, data_device = self.batch_size, self.device, self._data_device
         nb = len(batch)
         root = {} if root is None else root
-        het = self.heterogeneous
+        plans = self._plans
         groups: dict[str, Any] = {}
-        for group, members in self.group_map.items():
-            groups[group] = [{} for _ in members] if het[group] else {}
+        for group, members, _, het in self._group_items:
+            groups[group] = [{} for _ in members] if het else {}
+        flat_flags = None
+        if self._flag_groups is not None and "done" not in per_agent:
+            term, trunc = per_agent.get("terminated"), per_agent.get("truncated")
+            if type(term) is dict and type(trunc) is dict and not root.keys() & _FLAGS:
+                flat_flags = self._flag_block(term, trunc)
         for key, values in per_agent.items():
-            name = key if isinstance(key, str) else key[-1]
-            if not isinstance(key, str) and len(key) != 1:
+            if flat_flags is not None and (key == "terminated" or key == "truncated"):
+                continue
+            if type(key) is str:
+                name = key
+            elif isinstance(key, tuple) and len(key) == 1:
+                name = key[0]
+            else:
                 raise KeyError(
                     f"MarlLayout.output: per-agent keys are flat (e.g. 'observation'), got {key!r}"
                 )
-            if isinstance(values, Mapping):
-                unknown = [a for a in values if a not in self.agent_group]
-                if unknown:
+            is_map = type(values) is dict or isinstance(values, Mapping)
+            if is_map:
+                if not self._agent_set.issuperset(values):
+                    unknown = [a for a in values if a not in self._agent_set]
                     raise KeyError(
                         f"MarlLayout.output: {name!r} has values for unknown agents {unknown}"
                     )
@@ -366,25 +407,31 @@ class MarlLayout:
                     f"MarlLayout.output: {name!r} has {len(values)} values, expected one per agent "
                     f"({len(self.agent_names)}: {self.agent_names}) or a dict agent -> value"
                 )
-            for group, members in self.group_map.items():
-                plan = self._plans.get((group, name)) or self._plan(group, name)
-                if isinstance(values, Mapping):
-                    vals = [values.get(a, MISSING) for a in members]
+            for group, members, positions, het in self._group_items:
+                plan = plans.get((group, name)) or self._plan(group, name)
+                if is_map:
+                    get = values.get
+                    vals = [get(a, MISSING) for a in members]
                 else:
-                    vals = [values[p] for p in self._positions[group]]
-                if het[group]:
+                    vals = [values[p] for p in positions]
+                if het:
                     for agent_data, agent_plan, v, a in zip(
                         groups[group], plan, vals, members, strict=True
                     ):
                         agent_data[name] = het_leaf(agent_plan, v, a, (name,), data_device)
                 else:
                     groups[group][name] = group_leaf(plan, vals, members, (name,), nb, data_device)
-        flags = self._fill_flags(groups, root)
+        if flat_flags is None:
+            flags = self._fill_flags(groups, root)
+        else:
+            agent_flags, flags = flat_flags
+            for group, values in agent_flags.items():
+                groups[group].update(values)
         if self.has_agent_mask and "mask" not in per_agent:
             self._fill_agent_mask(groups, acting)
         source: dict[str, Any] = {
-            group: wrap_group(groups[group], batch, len(members), device, het[group])
-            for group, members in self.group_map.items()
+            group: wrap_group(groups[group], batch, len(members), device, het)
+            for group, members, _, het in self._group_items
         }
         for key, value in root.items():
             if key in self._root_flag_spec:
@@ -433,6 +480,53 @@ class MarlLayout:
             return None if parts[0] is None else torch.stack(parts, len(self.batch_size))
         return data.get(key)
 
+    def _flag_block(
+        self, terminated: dict, truncated: dict
+    ) -> tuple[dict[str, dict[str, torch.Tensor]], dict[str, torch.Tensor]] | None:
+        """The per-agent flags of every group and the root flags, for homogeneous unbatched
+        groups, from the simulator's dicts of bools (absent agents are done): one bool array
+        per group. ``None`` when a value is not a plain flag or an agent is unknown (the
+        general path then converts, or words the error)."""
+        agents = self._agent_set
+        if not (agents.issuperset(terminated) and agents.issuperset(truncated)):
+            return None
+        from_numpy = torch.from_numpy
+        groups: dict[str, dict[str, torch.Tensor]] = {}
+        all_done: list[bool] = []
+        all_term: list[bool] = []
+        all_trunc: list[bool] = []
+        for group, members in self._flag_groups:
+            try:
+                term = [bool(terminated.get(a, True)) for a in members]
+                trunc = [bool(truncated.get(a, True)) for a in members]
+            except (ValueError, TypeError, RuntimeError):
+                return None
+            done = [t or u for t, u in zip(term, trunc, strict=True)]
+            n = len(members)
+            # one array, three numpy views (torch's split costs more than three from_numpy)
+            block = np.array(done + term + trunc, dtype=bool).reshape(3, n, 1)
+            groups[group] = {
+                "done": from_numpy(block[0]),
+                "terminated": from_numpy(block[1]),
+                "truncated": from_numpy(block[2]),
+            }
+            all_done += done
+            all_term += term
+            all_trunc += trunc
+        if self.done_on_any:
+            root = [any(all_done), any(all_term), any(all_trunc)]
+        else:
+            # every agent done; "truncated" if any of them was cut short, else "terminated"
+            finished = all(all_done)
+            cut = finished and any(all_trunc)
+            root = [finished, finished and not cut, cut]
+        flags = np.array(root, dtype=bool).reshape(3, 1)
+        return groups, {
+            "done": from_numpy(flags[0]),
+            "terminated": from_numpy(flags[1]),
+            "truncated": from_numpy(flags[2]),
+        }
+
     def _fill_flags(
         self, groups: dict[str, Any], root: Mapping[str, Any]
     ) -> dict[str, torch.Tensor]:
@@ -443,6 +537,25 @@ class MarlLayout:
                 flags[key] = to_root_tensor(
                     self._root_flag_spec[key], root[key], key, batch, self._data_device
                 )
+        if layout == "per_agent" and self._flat_flags:
+            data = groups[next(iter(self.group_map))]
+            if "terminated" in data and ("truncated" in data or len(self.done_keys) == 2):
+                if "done" not in data:
+                    trunc = data.get("truncated")
+                    term = data["terminated"]
+                    data["done"] = term.clone() if trunc is None else term | trunc
+                if self.done_on_any:
+                    for key in self.done_keys:
+                        if key not in flags:
+                            flags[key] = data[key].any(0)
+                    return flags
+                done = flags.setdefault("done", data["done"].all(0))
+                if "truncated" in self.done_keys:
+                    trunc = flags.setdefault("truncated", done & data["truncated"].any(0))
+                    flags.setdefault("terminated", done & ~trunc)
+                else:
+                    flags.setdefault("terminated", data["terminated"].all(0))
+                return flags
         if layout == "per_agent":
             for group in self.group_map:
                 data, het = groups[group], self.heterogeneous[group]
@@ -580,6 +693,8 @@ class MarlLayout:
         >>> layout.split_actions(td, numpy=True, categorical=True)
         {'a_0': np.int64(0), 'a_1': np.int64(2)}
         """
+        if numpy and self._flat_actions:
+            return self._numpy_actions(td, categorical)
         out: list[Any] = [None] * len(self.agent_names)
         for group in self.group_map:
             parts = self._group_actions(td, group, categorical)
@@ -588,6 +703,31 @@ class MarlLayout:
         if not numpy:
             return out
         return {name: _to_numpy(part) for name, part in zip(self.agent_names, out, strict=True)}
+
+    def _numpy_actions(self, td: TensorDictBase, categorical: bool) -> dict[str, Any]:
+        """``split_actions(numpy=True)`` for unbatched layouts of homogeneous groups: one
+        ``.numpy()`` per group, the agents' actions are its rows (numbers for scalar actions)."""
+        out: list[Any] = [None] * len(self.agent_names)
+        plain = type(td) is TensorDict
+        for group, _, positions, _ in self._group_items:
+            sub = td._tensordict.get(group) if plain else None
+            if type(sub) is TensorDict:
+                action = sub._tensordict.get("action")
+                if action is None:
+                    action = td.get((group, "action"))
+            else:
+                action = td.get((group, "action"))
+            if categorical:
+                spec = self._action_leaf[group]
+                if spec is not None:
+                    action = spec.to_categorical(action, safe=False)
+            if action.requires_grad:
+                action = action.detach()
+            if action.device.type != "cpu":
+                action = action.cpu()
+            for p, part in zip(positions, action.numpy(), strict=True):
+                out[p] = part
+        return dict(zip(self.agent_names, out, strict=True))
 
     def agent_action(
         self, td: TensorDictBase, agent: str, *, numpy: bool = False, categorical: bool = False

@@ -59,7 +59,10 @@ def _copy_excluding(td: TensorDictBase, tree: dict) -> dict:
         if sub is None:
             continue
         if sub is _MISSING:
-            out[key] = value.copy() if is_tensor_collection(value) else value
+            tensor = type(value) is torch.Tensor
+            out[key] = value if tensor or not is_tensor_collection(value) else value.copy()
+        elif type(value) is torch.Tensor:
+            out[key] = value
         elif isinstance(value, LazyStackedTensorDict):
             # heterogeneous agents: entries may not stack, so filter each member
             members = [_copy_excluding(member, sub) for member in value.tensordicts]
@@ -111,6 +114,10 @@ def _grab(source: TensorDictBase, tree: dict, out: dict) -> None:
             else source._tensordict.get(key)
         )
         if value is None:
+            continue
+        if type(value) is torch.Tensor:
+            if sub is None:
+                out[key] = value
             continue
         if sub is None:
             out[key] = value.copy() if is_tensor_collection(value) else value

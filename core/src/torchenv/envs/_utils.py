@@ -62,6 +62,41 @@ def _get_nested(td: TensorDictBase, key: NestedKey):
     return td
 
 
+def any_set(td: TensorDictBase, keys: list[NestedKey]) -> bool:
+    """Whether any tensor of ``td`` at ``keys`` (string or tuple keys) has a ``True`` element;
+    missing keys count as unset. The cheap look before ``terminated_or_truncated`` writes."""
+    for key in keys:
+        if type(key) is str:
+            value = _fast_get(td, key)
+        else:
+            value = td
+            for k in key:
+                if type(value) is TensorDict:
+                    value = value._tensordict.get(k)
+                elif isinstance(value, TensorDictBase):
+                    value = value._get_str(k, None)
+                else:
+                    value = None
+                    break
+        if isinstance(value, torch.Tensor) and _any_small(value):
+            return True
+    return False
+
+
+def _any_small(value: torch.Tensor) -> bool:
+    """``bool(value.any())``; small cpu tensors (agents' flags) through ``tolist``, several
+    times cheaper than a torch reduction and its ``bool``."""
+    n = value.numel()
+    if n > 64 or value.device.type != "cpu":
+        return bool(value.any())
+    if n == 1:
+        return bool(value.item())
+    flat = value.tolist()
+    for _ in range(value.ndim - 1):
+        flat = [x for row in flat for x in row]
+    return any(flat)
+
+
 def _any(value: torch.Tensor) -> bool:
     """``bool(value.any())`` with a fast path for one-element tensors."""
     if value.numel() == 1:

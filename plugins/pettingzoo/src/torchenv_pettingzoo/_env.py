@@ -271,7 +271,7 @@ class PettingZooWrapper(EnvBase):
             spec = self.full_action_spec
             for group, key in self._mask_keys:
                 spec[group, "action"].update_mask(out.get(key))
-        self._last = out
+        self.__dict__["_last"] = out  # not through nn.Module.__setattr__: a step's hot path
         return out
 
     def _reset(self, tensordict: TensorDictBase | None = None, **kwargs: Any) -> TensorDictBase:

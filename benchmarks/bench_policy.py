@@ -8,6 +8,8 @@ becomes the action, the env steps and resets what ended. On our side and TorchRL
 
 Cases: single envs (CartPole-v1 with one-hot actions, TorchRL's default, and with index actions
 ``categorical_action_encoding=True``; Pendulum-v1; HalfCheetah-v5 when mujoco is installed),
+the "floor" of CartPole (the same policy around a hand-written minimal TensorDict step: the
+bound for any env that speaks TensorDicts, see :func:`floor_single`),
 ``ParallelEnv(4)`` against gymnasium's ``AsyncVectorEnv(4)``, and ``GymEnv(num_envs=N,
 vectorization_mode="vector_entry_point")`` against gymnasium's vector env with N = 64 and 1024.
 The TorchRL side runs in the interpreter named by ``TORCHENV_BENCH_TORCHRL_PYTHON`` (skipped
@@ -36,6 +38,8 @@ warnings.filterwarnings("ignore")
 SINGLE = ["CartPole-v1", "CartPole-v1+categorical", "Pendulum-v1"] + (
     ["HalfCheetah-v5"] if importlib.util.find_spec("mujoco") else []
 )
+# the hand-written TensorDict step (floor_single): the best any TensorDict env can do here
+FLOOR = ["CartPole-v1", "CartPole-v1+categorical"]
 PARALLEL = [("CartPole-v1", 4), ("Pendulum-v1", 4)]
 VECTOR = [64, 1024]
 
@@ -168,6 +172,79 @@ def lib_vector(num_envs: int, seconds: float) -> float:
         env.close()
 
 
+def floor_single(env_id: str, seconds: float) -> float:
+    """The bound of any TensorDict env: the same policy and loop around a hand-written step.
+
+    The step does only what TorchRL's semantics need: the action to the simulator, five fresh
+    output tensors under ``"next"``, and the next input (action and observation/dones carried,
+    as ``step_mdp`` does), reset when done. No checks, no specs, one env id. ``ours / raw``
+    cannot exceed ``floor / raw`` unless the policy side gets faster.
+    """
+    import gymnasium as gym
+    import numpy as np
+    import torch
+    from tensordict import TensorDict
+
+    from torchenv_gym import GymEnv
+
+    torch.set_num_threads(1)
+    name, _, option = env_id.partition("+")
+    spec_env = GymEnv(name, categorical_action_encoding=option == "categorical")
+    one_hot = "OneHot" in type(spec_env.action_spec).__name__
+    policy = _td_policy(spec_env, one_hot)
+    spec_env.close()
+    env = gym.make(name)
+    empty, from_numpy, scalar = np.empty, torch.from_numpy, torch.Size([])
+    new = TensorDict._new_unsafe
+    dones = ("done", "terminated", "truncated")
+
+    def step(td):
+        action = td._tensordict["action"]
+        obs, reward, terminated, truncated, _ = env.step(
+            int(action.argmax()) if one_hot else int(action)
+        )
+        rew, flags = empty(1, np.float32), empty(3, bool)
+        rew[0], flags[0], flags[1], flags[2] = (
+            reward,
+            terminated or truncated,
+            terminated,
+            truncated,
+        )
+        nxt = {
+            "observation": from_numpy(np.array(obs, dtype=np.float32)),
+            "reward": from_numpy(rew),
+        }
+        nxt.update(zip(dones, map(from_numpy, (flags[0:1], flags[1:2], flags[2:3]))))
+        td._set_str(
+            "next",
+            new(nxt, batch_size=scalar, device=None, nested=False),
+            validated=True,
+            inplace=False,
+        )
+        if terminated or truncated:
+            obs = env.reset()[0]
+            root = {"observation": from_numpy(np.array(obs, dtype=np.float32))}
+            root.update((k, torch.zeros(1, dtype=torch.bool)) for k in dones)
+        else:
+            root = {"observation": nxt["observation"], **{k: nxt[k] for k in dones}}
+        root["action"] = action
+        return td, new(root, batch_size=scalar, device=None, nested=False)
+
+    obs = env.reset(seed=0)[0]
+    first = {"observation": from_numpy(np.array(obs, dtype=np.float32))}
+    first.update((k, torch.zeros(1, dtype=torch.bool)) for k in dones)
+    state = {"td": new(first, batch_size=scalar, device=None, nested=False)}
+
+    @torch.no_grad()
+    def loop():
+        _, state["td"] = step(policy(state["td"]))
+
+    try:
+        return _timed(loop, seconds, 1)
+    finally:
+        env.close()
+
+
 # ------------------------------------------------------------------------------- gymnasium
 def raw_single(env_id: str, seconds: float) -> float:
     import gymnasium as gym
@@ -279,6 +356,15 @@ def main() -> None:
                 ("single", [e]),
             )
             for e in SINGLE
+        ]
+        plan += [
+            (
+                f"{e} floor",
+                lambda e=e: floor_single(e, s),
+                lambda e=e: raw_single(e, s),
+                None,
+            )
+            for e in FLOOR
         ]
     if "parallel" in cases:
         plan += [

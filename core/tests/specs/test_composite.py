@@ -258,6 +258,17 @@ class TestDeviceAndCopies:
         assert spec.to(torch.float64)["b"].dtype == torch.float64
         assert spec.dtype == torch.float32
 
+    def test_dtype_is_the_shared_leaf_dtype_or_none(self):
+        # TorchRL 0.14.1 says float32 for every Composite (its class default); ours names the
+        # leaves' dtype, or None when they differ (docs/migrating-from-torchrl.md)
+        assert Composite(a=Categorical(3), b=Categorical(2)).dtype == torch.int64
+        nested = Composite(a=Composite(b=Unbounded(3, dtype=torch.float64)))
+        assert nested.dtype == torch.float64
+        mixed = Composite(a=Unbounded(3), b=Categorical(3))
+        assert mixed.dtype is None and Composite().dtype is None
+        # code that allocates with it gets torch's default dtype, as with TorchRL's float32
+        assert torch.zeros(2, dtype=mixed.dtype).dtype == torch.float32
+
     def test_repr_lists_entries(self):
         text = repr(make_spec())
         assert text.startswith("Composite(\n    observation: UnboundedContinuous(")

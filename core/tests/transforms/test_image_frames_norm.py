@@ -49,6 +49,8 @@ def test_to_tensor_image(image_env):
         (Resize(4, 5), (3, 4, 5)),
         (CenterCrop(4), (3, 4, 4)),
         (Crop(3, 2, top=1, left=2), (3, 3, 2)),
+        (CenterCrop(9, 5), (3, 9, 5)),  # larger than the 6 rows: zeros around
+        (Crop(4, 4, top=-2, left=5), (3, 4, 4)),  # partly outside the image
         (GrayScale(), (1, 6, 7)),
         (FlattenObservation(-3, -1), (3 * 6 * 7,)),
         (PermuteTransform((-2, -1, -3), in_keys=["pixels"]), (6, 7, 3)),
@@ -73,10 +75,30 @@ def test_image_transforms_standalone_values():
     assert torch.allclose(gray[0], 0.2989 * img[0] + 0.587 * img[1] + 0.114 * img[2])
     small = Resize(2, 2, interpolation="nearest")(td())["pixels"]
     assert torch.equal(small, img[:, ::2, ::2])
-    with pytest.raises(ValueError, match="does not fit"):
-        Crop(5)(td())
     with pytest.raises(ValueError, match="negative"):
         FlattenObservation(0, 1)
+
+
+def test_crops_outside_the_image_pad_with_zeros_as_torchrl():
+    # TorchRL calls torchvision's crop / center_crop: zeros where the window leaves the image,
+    # a larger center crop centers the image, and an odd cut starts at round-half-even
+    img = torch.arange(1, 17, dtype=torch.float32).reshape(1, 4, 4)
+    td = lambda: TensorDict(pixels=img.clone())  # noqa: E731
+    big = Crop(5)(td())["pixels"][0]
+    assert big.shape == (5, 5)
+    assert torch.equal(big[:4, :4], img[0]) and not big[4].any() and not big[:, 4].any()
+    shifted = Crop(2, 2, top=-1, left=3)(td())["pixels"][0]
+    assert shifted.tolist() == [[0.0, 0.0], [4.0, 0.0]]
+    assert not Crop(2, top=9, left=9)(td())["pixels"].any()
+    centered = CenterCrop(6)(td())["pixels"][0]
+    assert torch.equal(centered[1:5, 1:5], img[0]) and centered.sum() == img.sum()
+    # rows 4 -> 1: start round(1.5) == 2; columns 4 -> 7: 1 zero before ((7 - 4) // 2), 2 after
+    assert CenterCrop(1, 7)(td())["pixels"][0].tolist() == [[0.0, 9.0, 10.0, 11.0, 12.0, 0.0, 0.0]]
+    wide = torch.arange(8.0).reshape(1, 1, 8)
+    # 8 -> 5 cuts 3: the start is round(1.5) == 2 (torchvision), not 1
+    assert CenterCrop(1, 5)(TensorDict(pixels=wide))["pixels"].flatten().tolist() == [2, 3, 4, 5, 6]
+    # 8 -> 3 cuts 5: round(2.5) == 2
+    assert CenterCrop(1, 3)(TensorDict(pixels=wide))["pixels"].flatten().tolist() == [2, 3, 4]
 
 
 def test_permute_inverse():

@@ -177,16 +177,45 @@ class Resize(_ShapeTransform):
         return f"Resize(w={self.w}, h={self.h}, interpolation={self.interpolation!r}, keys={self.in_keys})"
 
 
+def _window(x: torch.Tensor, top: int, left: int, rows: int, cols: int) -> torch.Tensor:
+    """The ``rows x cols`` window of ``x`` (``[..., H, W]``) at ``(top, left)``; the parts of the
+    window outside the image are zeros (torchvision's ``crop``, which TorchRL calls)."""
+    H, W = x.shape[-2], x.shape[-1]
+    if top >= 0 and left >= 0 and top + rows <= H and left + cols <= W:
+        return x[..., top : top + rows, left : left + cols]
+    out = x.new_zeros((*x.shape[:-2], rows, cols))
+    r0, r1 = max(top, 0), min(top + rows, H)
+    c0, c1 = max(left, 0), min(left + cols, W)
+    if r0 < r1 and c0 < c1:
+        out[..., r0 - top : r1 - top, c0 - left : c1 - left] = x[..., r0:r1, c0:c1]
+    return out
+
+
+def _center_origin(size: int, crop: int) -> int:
+    """Where a centered crop of ``crop`` pixels starts in a dim of ``size`` pixels: the image is
+    zero-padded by ``(crop - size) // 2`` before it when it is smaller, else the start is
+    ``(size - crop) / 2`` rounded half to even (torchvision's ``center_crop``)."""
+    if crop > size:
+        return -((crop - size) // 2)
+    return int(round((size - crop) / 2.0))
+
+
 class Crop(_ShapeTransform):
     """Crops ``[..., H, W]`` images at ``(top, left)`` to ``[..., w, h]``.
 
-    As in TorchRL, ``w`` sizes the first image dim (rows) and ``h`` the second (columns).
+    As in TorchRL, ``w`` sizes the first image dim (rows) and ``h`` the second (columns). A
+    window reaching outside the image (a crop larger than the image, a negative origin) is
+    filled with zeros there, as TorchRL's (torchvision's) crop does.
 
     Examples:
         >>> import torch
         >>> from tensordict import TensorDict
         >>> Crop(2, 3, top=1, left=1)(TensorDict(pixels=torch.rand(3, 8, 8)))["pixels"].shape
         torch.Size([3, 2, 3])
+        >>> Crop(3, top=-1, left=0)(TensorDict(pixels=torch.ones(1, 2, 2)))["pixels"][0]
+        tensor([[0., 0., 0.],
+                [1., 1., 0.],
+                [1., 1., 0.]])
     """
 
     def __init__(
@@ -208,13 +237,7 @@ class Crop(_ShapeTransform):
 
     def _op(self, x: torch.Tensor) -> torch.Tensor:
         top, left = self._origin(x)
-        H, W = x.shape[-2], x.shape[-1]
-        if top < 0 or left < 0 or top + self.w > H or left + self.h > W:
-            raise ValueError(
-                f"{type(self).__name__}: a {self.w}x{self.h} crop at ({top}, {left}) does not fit "
-                f"in an image of size {H}x{W}"
-            )
-        return x[..., top : top + self.w, left : left + self.h]
+        return _window(x, top, left, self.w, self.h)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(w={self.w}, h={self.h}, keys={self.in_keys})"
@@ -223,11 +246,17 @@ class Crop(_ShapeTransform):
 class CenterCrop(Crop):
     """Crops the center of ``[..., H, W]`` images to ``[..., w, h]`` (``w`` sizes the rows).
 
+    Where the crop is larger than the image, the image is centered in zeros; where an odd
+    number of pixels is cut, the start is rounded half to even, as TorchRL's (torchvision's)
+    ``center_crop`` does.
+
     Examples:
         >>> import torch
         >>> from tensordict import TensorDict
         >>> CenterCrop(4)(TensorDict(pixels=torch.rand(3, 8, 8)))["pixels"].shape
         torch.Size([3, 4, 4])
+        >>> CenterCrop(1, 4)(TensorDict(pixels=torch.ones(1, 2, 2)))["pixels"][0]
+        tensor([[0., 1., 1., 0.]])
     """
 
     def __init__(
@@ -240,7 +269,7 @@ class CenterCrop(Crop):
         super().__init__(w, h, 0, 0, in_keys, out_keys)
 
     def _origin(self, x: torch.Tensor) -> tuple[int, int]:
-        return (x.shape[-2] - self.w) // 2, (x.shape[-1] - self.h) // 2
+        return _center_origin(x.shape[-2], self.w), _center_origin(x.shape[-1], self.h)
 
 
 class GrayScale(_ShapeTransform):

@@ -122,6 +122,10 @@ class BatchedEnvBase(EnvBase):
             and a :class:`~torchenv.batched.WorkerError` is raised (``ParallelEnv``; a
             ``SerialEnv`` runs in this process and cannot be interrupted). Default: the
             ``TORCHENV_BATCHED_TIMEOUT`` environment variable, else 600.
+        metadata_from_workers: ``ParallelEnv`` only: start the workers at construction and
+            take the specs from the envs they build, instead of building one env in this
+            process to read them (for envs that cannot or should not be built here). Data
+            then moves as TensorDicts (``use_buffers=True`` is refused, as in TorchRL).
 
     Closing: :meth:`close` may be called from another thread; an operation in flight, and any
     ``step`` after it, then raises :class:`~torchenv.batched.EnvClosedError`, while
@@ -148,6 +152,7 @@ class BatchedEnvBase(EnvBase):
         mp_start_method: str | None = None,
         use_buffers: bool | None = None,
         timeout: float | None = None,
+        metadata_from_workers: bool = False,
     ) -> None:
         if not isinstance(num_workers, int) or isinstance(num_workers, bool) or num_workers < 1:
             raise ValueError(f"num_workers must be a positive int; got {num_workers!r}.")
@@ -171,7 +176,27 @@ class BatchedEnvBase(EnvBase):
         kwargs = [dict(k or {}) for k in kwargs]
         multi_task = isinstance(create_env_fn, (list, tuple))
 
-        metas = self._read_meta(fns, kwargs, multi_task)
+        pool = None
+        if metadata_from_workers:
+            if not self._needs_shared_buffers:
+                raise TypeError(
+                    f"metadata_from_workers=True is only supported by ParallelEnv, not "
+                    f"{type(self).__name__}."
+                )
+            if use_buffers:
+                raise RuntimeError(
+                    "metadata_from_workers=True needs use_buffers=False (or unset): the shared "
+                    "buffers are laid out from the specs before the workers start."
+                )
+            use_buffers = False
+            pool = self._start_pool(fns, kwargs, mp_start_method, num_sub_threads, memmap, timeout)
+            try:
+                metas = pool.run(W.OP_META, range(num_workers), None, reply=True)
+            except BaseException:
+                pool.close()
+                raise
+        else:
+            metas = self._read_meta(fns, kwargs, multi_task)
         sub_device = metas[0]["device"]
         batch = metas[0]["batch_size"]
         for i, meta in enumerate(metas[1:], 1):
@@ -234,8 +259,20 @@ class BatchedEnvBase(EnvBase):
         d["_use_buffers"] = bool(use_buffers)
         d["_all_workers"] = range(num_workers)
         d["_groups"] = self._make_groups(metas) if use_buffers else None
+        d["metadata_from_workers"] = bool(metadata_from_workers)
+        if pool is not None:  # already running: started as start() would
+            if num_threads is not None:
+                torch.set_num_threads(num_threads)
+            d["_pool"] = pool
+            d["_started"] = True
+            self.is_closed = False
 
     # ------------------------------------------------------------------ construction
+    def _start_pool(self, fns, kwargs, mp_start_method, num_sub_threads, memmap, timeout) -> Any:
+        """Workers started before the specs are known (``metadata_from_workers=True``, which
+        only ``ParallelEnv`` supports)."""
+        raise NotImplementedError  # pragma: no cover - refused above for other classes
+
     @staticmethod
     def _read_meta(fns: list, kwargs: list, multi_task: bool) -> list[dict]:
         """Meta-data of each worker's env: from one env per distinct factory."""

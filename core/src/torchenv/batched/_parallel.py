@@ -114,6 +114,17 @@ class ParallelEnv(BatchedEnvBase, metaclass=_ParallelMeta):
             timeout=self.timeout,
         )
 
+    def _start_pool(self, fns, kwargs, mp_start_method, num_sub_threads, memmap, timeout):
+        return WorkerPool(
+            fns,
+            kwargs,
+            None,
+            start_method=mp_start_method or default_start_method(),
+            num_sub_threads=num_sub_threads,
+            memmap=memmap,
+            timeout=timeout,
+        )
+
     def _shutdown(self) -> None:
         pool = self.__dict__.pop("_pool", None)
         if pool is not None:

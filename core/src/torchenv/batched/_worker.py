@@ -55,6 +55,7 @@ OP_CLOSE = 7
 OP_STEP_NO_BUFFERS = 8
 OP_RESET_NO_BUFFERS = 9
 OP_SMR_NO_BUFFERS = 10
+OP_META = 11  # the sub-env's meta-data (``metadata_from_workers=True``)
 
 # commands without a reply: the workers signal their end by counting down (see ``_pool``)
 COUNTED_OPS = frozenset({OP_STEP, OP_STEP_AND_MAYBE_RESET, OP_RESET})
@@ -77,6 +78,7 @@ _OP_NAMES = {
     OP_STEP_NO_BUFFERS: "step",
     OP_RESET_NO_BUFFERS: "reset",
     OP_SMR_NO_BUFFERS: "step_and_maybe_reset",
+    OP_META: "meta-data",
 }
 
 
@@ -436,6 +438,10 @@ def worker_main(
                 send(("ok", runner.set_seed(seed, static)))
             elif op == OP_GETATTR:
                 send(("ok", runner.getattr(recv())))
+            elif op == OP_META:
+                from torchenv.batched._creator import _meta_data
+
+                send(("ok", _meta_data(runner.env)))
             elif op == OP_CALL:
                 name, args, kwargs = recv()
                 result = runner.call(name, args, kwargs)

@@ -13,6 +13,7 @@ import torch
 
 from torchenv.specs._base import TensorSpec
 from torchenv.specs._composite_data import CompositeDataOps
+from torchenv.specs._composite_names import CompositeNames
 from torchenv.specs._composite_shape import CompositeShapeOps
 from torchenv.specs._errors import SpecKeyError, SpecLockedError, SpecShapeError
 from torchenv.specs._keys import ItemsView, KeysView, ValuesView
@@ -31,7 +32,7 @@ _RESERVED = frozenset({"shape", "device", "dtype", "space"})
 _NO_DEFAULT = object()
 
 
-class Composite(CompositeDataOps, CompositeShapeOps, TensorSpec):
+class Composite(CompositeNames, CompositeDataOps, CompositeShapeOps, TensorSpec):
     """A collection of specs, one per key; nested dicts or Composites give nested keys.
 
     Args:
@@ -40,7 +41,9 @@ class Composite(CompositeDataOps, CompositeShapeOps, TensorSpec):
         device: the device of all entries (default ``None``: entries keep their own).
         data_cls: accepted for TorchRL compatibility (the class ``rand``/``zero`` would build).
         step_mdp_static: accepted for TorchRL compatibility.
-        names: optional names of the batch dims (stored, for TorchRL compatibility).
+        names: optional names of the batch dims (one per dim, ``None`` for an unnamed one); they
+            follow indexing, squeeze/unsqueeze/expand/unbind/stack and land on ``rand``/``zero``
+            TensorDicts, as in TorchRL (see :mod:`torchenv.specs._composite_names`).
         **kwargs: more ``key=spec`` entries.
 
     >>> from torchenv.specs import Bounded, Unbounded
@@ -77,7 +80,7 @@ class Composite(CompositeDataOps, CompositeShapeOps, TensorSpec):
         self._locked = False
         self.data_cls = data_cls
         self.step_mdp_static = step_mdp_static
-        self.names = list(names) if names is not None else None
+        self._td_dim_names: list[str | None] | None = None
         if len(args) > 1:
             raise TypeError(
                 f"Composite takes at most one mapping of specs, got {len(args)} positional arguments."
@@ -92,6 +95,8 @@ class Composite(CompositeDataOps, CompositeShapeOps, TensorSpec):
                 self[key] = value
         for key, value in kwargs.items():
             self[key] = value
+        if names is not None:
+            self.names = names
 
     # ------------------------------------------------------------------ attributes
     @property

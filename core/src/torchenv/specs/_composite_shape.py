@@ -37,12 +37,18 @@ class CompositeShapeOps:
         def fn(spec: TensorSpec) -> TensorSpec:
             return spec.expand(*prefix, *new_shape[len(prefix) :], *spec.shape[nd:])
 
-        return self._map(fn, shape=new_shape)
+        out = self._map(fn, shape=new_shape)
+        if self._td_dim_names is not None:
+            out._td_dim_names = [None] * len(prefix) + self._td_dim_names
+        return out
 
     def _index(self, idx: Any) -> Composite:
         idx = _normalize_index(idx, self._ndim)
         new_shape = _index_shape(self.shape, idx)
-        return self._map(lambda s: s[idx], shape=new_shape)
+        out = self._map(lambda s: s[idx], shape=new_shape)
+        if self._td_dim_names is not None:
+            out._td_dim_names = self._names_after_index(idx, len(new_shape))
+        return out
 
     def squeeze(self, dim: int | None = None) -> Composite:
         """Removes batch dims of size 1 (all of them, or ``dim``) from the Composite and its entries."""
@@ -56,13 +62,19 @@ class CompositeShapeOps:
         if self.shape[d] != 1:
             return self
         new_shape = torch.Size([s for i, s in enumerate(self.shape) if i != d])
-        return self._map(lambda s: s.squeeze(d), shape=new_shape)
+        out = self._map(lambda s: s.squeeze(d), shape=new_shape)
+        if self._td_dim_names is not None:
+            out._td_dim_names = self._names_without(d)
+        return out
 
     def unsqueeze(self, dim: int) -> Composite:
         """Inserts a batch dim of size 1 at ``dim`` in the Composite and its entries."""
         d = normalize_dim(dim, self._ndim + 1)
         new_shape = torch.Size([*self.shape[:d], 1, *self.shape[d:]])
-        return self._map(lambda s: s.unsqueeze(d), shape=new_shape)
+        out = self._map(lambda s: s.unsqueeze(d), shape=new_shape)
+        if self._td_dim_names is not None:
+            out._td_dim_names = [*self._td_dim_names[:d], None, *self._td_dim_names[d:]]
+        return out
 
     def unbind(self, dim: int = 0) -> tuple[Composite, ...]:
         """Splits the Composite along batch dim ``dim``."""
@@ -78,7 +90,9 @@ class CompositeShapeOps:
             shape = tuple(shape[0])
         new_shape = torch.Size(torch.empty(self._sshape, device="meta").reshape(shape).shape)
         nd = self._ndim
-        return self._map(lambda s: s.reshape(*new_shape, *s.shape[nd:]), shape=new_shape)
+        out = self._map(lambda s: s.reshape(*new_shape, *s.shape[nd:]), shape=new_shape)
+        out._td_dim_names = None  # TorchRL drops the names on reshape/view
+        return out
 
     view = reshape
 

@@ -105,6 +105,9 @@ def _stack_composites(specs: Sequence[Any], dim: int) -> Any:
     shape.insert(d, len(specs))
     out = Composite(shape=shape, device=_common_device(specs), data_cls=first.data_cls)
     out._specs.update(entries)
+    if first._td_dim_names is not None and all(s == first for s in specs[1:]):
+        # TorchRL stacks equal Composites as ``first.unsqueeze(d).expand(...)``: names follow
+        out._td_dim_names = [*first._td_dim_names[:d], None, *first._td_dim_names[d:]]
     return out
 
 

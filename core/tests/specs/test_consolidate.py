@@ -118,3 +118,30 @@ def test_consolidate_rejects_mixed_classes() -> None:
     )
     with pytest.raises(ValueError, match="different classes"):
         consolidate_spec(stack)
+
+
+def test_check_no_exclusive_keys_matches_torchrl_on_stacks() -> None:
+    # expected values: torchrl.data.utils.check_no_exclusive_keys 0.14.1 on the same specs
+    a = Composite(a=Unbounded(2))
+    ab = Composite(a=Unbounded(2), b=Unbounded(1))
+    assert check_no_exclusive_keys(torch.stack([a, ab], 0)) is False
+    assert check_no_exclusive_keys(torch.stack([a, a.clone()], 0)) is True
+    # same keys, different leaf shapes: a lazy stack without exclusive keys
+    assert check_no_exclusive_keys(torch.stack([a, Composite(a=Unbounded(3))], 0)) is True
+    # the members share their only top-level key "n": TorchRL looks at the members' keys only
+    nested_stack = torch.stack([Composite(n=a), Composite(n=ab)], 0)
+    assert check_no_exclusive_keys(nested_stack) is True
+    holder = Composite(x=torch.stack([a, ab], 0), shape=(2,))
+    assert check_no_exclusive_keys(holder) is False
+    assert check_no_exclusive_keys(holder, recurse=False) is True
+
+
+def test_stack_members_reachable_like_torchrl_specs_list() -> None:
+    # TorchRL code reads ``stack._specs[i]``; here the members are ``stack[i]`` / ``unbind``
+    a = Composite(a=Unbounded(2))
+    ab = Composite(a=Unbounded(2), b=Unbounded(1))
+    stack = torch.stack([a, ab], 0)
+    assert stack.stack_dim == 0
+    assert sorted(stack[1].keys()) == ["a", "b"]
+    assert [sorted(m.keys()) for m in stack.unbind(stack.stack_dim)] == [["a"], ["a", "b"]]
+    assert sorted(consolidate_spec(stack).keys(True, True)) == ["a", "b"]

@@ -19,7 +19,7 @@ __all__ = ["CompositeNames"]
 class CompositeNames:
     """Mixin of Composite: the ``names`` of its batch dims."""
 
-    _td_dim_names: list[str | None] | None
+    _td_dim_names: list[str | None] | None = None
 
     @property
     def names(self) -> list[str | None]:

@@ -88,6 +88,11 @@ class CatFrames(_FrameBuffer):
         padding_value: the value used with ``padding="constant"``.
         reset_key: the reset entry. Defaults to the env's only reset key.
         done_key: the done entry marking trajectory ends in :meth:`forward`.
+        future: offline only: each step gathers the ``N`` upcoming frames ``t .. t + N - 1``
+            (padded past the trajectory's end with its last frame, or ``padding_value``).
+            In an env it raises a ``RuntimeError``, as in TorchRL.
+        mask_key: offline only: where :meth:`forward` writes a bool mask ``[..., T, N]``, ``True``
+            for the slots filled by padding.
 
     Examples:
         >>> from torchenv.envs import PendulumEnv
@@ -110,11 +115,15 @@ class CatFrames(_FrameBuffer):
         as_inverse: bool = False,
         reset_key: NestedKey | None = None,
         done_key: NestedKey | None = None,
+        future: bool = False,
+        mask_key: NestedKey | None = None,
     ) -> None:
         if dim >= 0:
             raise ValueError(f"CatFrames: dim must be negative (counted from the end), got {dim}")
         if N < 1:
             raise ValueError(f"CatFrames: N must be >= 1, got {N}")
+        if padding == "zeros":
+            raise RuntimeError("CatFrames: padding 'zeros' is deprecated: use padding='constant'")
         if padding not in self.ACCEPTED_PADDING:
             raise ValueError(
                 f"CatFrames: padding must be one of {self.ACCEPTED_PADDING}, got {padding!r}"
@@ -126,6 +135,8 @@ class CatFrames(_FrameBuffer):
         self.padding_value = padding_value
         self.as_inverse = as_inverse
         self.done_key = done_key or "done"
+        self.future = bool(future)
+        self.mask_key = mask_key
 
     def _buffer_shape(self, like: torch.Tensor) -> torch.Size:
         shape = list(like.shape)
@@ -135,7 +146,20 @@ class CatFrames(_FrameBuffer):
     def _output(self, buffer: torch.Tensor) -> torch.Tensor:
         return buffer.clone()
 
+    def _check_online(self) -> None:
+        if self.future:
+            raise RuntimeError(
+                "CatFrames(future=True) needs whole trajectories: it runs offline only "
+                "(forward on sampled data), not in an env"
+            )
+        if self.mask_key is not None:
+            raise RuntimeError(
+                "CatFrames(mask_key=...) runs offline only (forward on sampled data), not in an env"
+            )
+
     def _call(self, next_tensordict: TensorDictBase) -> TensorDictBase:
+        if self.future or self.mask_key is not None:
+            self._check_online()
         # fast path: one cat per key; the result is both the output and the new buffer content
         buffers = self._buffers
         dim = self.dim
@@ -180,39 +204,89 @@ class CatFrames(_FrameBuffer):
         buffer.narrow(self.dim, size - d, d).copy_(data)
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
-        """Stacks frames within each trajectory of a ``[..., T]`` TensorDict."""
+        """Stacks frames within each trajectory of a ``[..., T]`` TensorDict.
+
+        The time dim is the one named ``"time"``, else the last one. Trajectories end where
+        ``("next", done_key)`` is set; that entry is required (``KeyError``), except with
+        ``future=True`` where its absence makes each row one trajectory. With ``as_inverse=True``
+        the data pass unchanged.
+        """
+        if self.as_inverse:
+            return tensordict
+        if tensordict.ndim == 0:
+            raise ValueError(
+                "CatFrames.forward needs a TensorDict with a time dim (batch dims [..., T])"
+            )
+        names = tensordict.names if tensordict._has_names() else []
+        time_dim = names.index("time") if "time" in names else tensordict.ndim - 1
+        if time_dim != tensordict.ndim - 1:
+            moved = tensordict.transpose(time_dim, tensordict.ndim - 1)
+            self._unfold(moved)
+            written = [k for _, k in self._key_pairs if k in moved.keys(True)]
+            if self.mask_key is not None:
+                written.append(self.mask_key)
+            back = moved.select(*written).transpose(time_dim, tensordict.ndim - 1)
+            for key in written:
+                tensordict.set(key, back.get(key))
+            return tensordict
+        self._unfold(tensordict)
+        return tensordict
+
+    def _unfold(self, tensordict: TensorDictBase) -> None:
         time_dim = tensordict.ndim - 1
-        if time_dim < 0:
-            raise ValueError("CatFrames.forward needs a TensorDict with a time dim")
         T = tensordict.shape[time_dim]
         done = tensordict.get(("next", self.done_key), None)
+        if done is None and not self.future:
+            raise KeyError(
+                f"CatFrames.forward needs the {('next', self.done_key)} entry to delimit "
+                "trajectories (or future=True, which reads each row as one trajectory)"
+            )
         steps = torch.arange(T, device=tensordict.device)
         if done is None:
-            start = torch.zeros(tensordict.shape, dtype=torch.long, device=steps.device)
+            done = torch.zeros(tensordict.shape, dtype=torch.bool, device=steps.device)
+        done = done.reshape(tensordict.shape).bool()
+        if self.future:
+            # a step's window ends at its trajectory's last step
+            is_end = done.clone()
+            is_end[..., -1] = True
+            big = torch.full_like(steps, T)
+            ends = torch.where(is_end, steps, big).flip(-1).cummin(-1).values.flip(-1)
+            offsets = range(self.N)
         else:
-            done = done.reshape(tensordict.shape)
             is_start = torch.zeros_like(done)
             is_start[..., 1:] = done[..., :-1]
             is_start[..., 0] = True
-            start = torch.where(is_start, steps, torch.zeros_like(steps)).cummax(-1).values
+            starts = torch.where(is_start, steps, torch.zeros_like(steps)).cummax(-1).values
+            offsets = range(-(self.N - 1), 1)
+        pads = []
+        idxs = []
+        for k in offsets:
+            idx = steps + k
+            if self.future:
+                pads.append(idx > ends)
+                idxs.append(torch.minimum(idx, ends))
+            else:
+                pads.append(idx < starts)
+                idxs.append(torch.maximum(idx, starts))
+        if self.mask_key is not None:
+            tensordict.set(self.mask_key, torch.stack(pads, -1))
         for in_key, out_key in self._key_pairs:
             data = self._require(tensordict, in_key)
             if data is None:
                 continue
             frames = []
-            for k in range(self.N - 1, -1, -1):
-                idx = steps - k
-                valid = idx >= start
-                idx = torch.maximum(idx, start)
-                gather_idx = idx.reshape(*idx.shape, *([1] * (data.ndim - idx.ndim))).expand_as(
-                    data
-                )
-                frame = data.gather(time_dim, gather_idx)
+            for idx, pad in zip(idxs, pads):
+                gather_idx = idx.reshape(*idx.shape, *([1] * (data.ndim - idx.ndim)))
+                frame = data.gather(time_dim, gather_idx.expand_as(data))
                 if self.padding == "constant":
-                    frame = torch.where(mask_like(valid, frame), frame, self.padding_value)
+                    frame = torch.where(mask_like(pad, frame), self.padding_value, frame)
                 frames.append(frame)
             tensordict.set(out_key, torch.cat(frames, self.dim))
-        return tensordict
+
+    def transform_observation_spec(self, observation_spec: TensorSpec) -> TensorSpec:
+        if self.future:
+            self._check_online()
+        return super().transform_observation_spec(observation_spec)
 
     def _transform_leaf_spec(self, spec: TensorSpec) -> TensorSpec:
         shape = list(spec.shape)

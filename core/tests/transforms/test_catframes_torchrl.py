@@ -89,6 +89,14 @@ def test_as_inverse_forward_passes_through():
     out = CatFrames(3, -1, in_keys=["obs"], out_keys=["w"], as_inverse=True)(td)
     assert "w" not in out
     assert out["obs"].shape == (T, 1)
+    inv = CatFrames(2, -1, in_keys=["obs"], out_keys=["w"], as_inverse=True).inv(trajectory())
+    assert inv["w"].tolist() == windows(2, False, None)[0]
+    assert "w" not in CatFrames(2, -1, in_keys=["obs"], out_keys=["w"]).inv(trajectory())
+    env = TransformedEnv(
+        CountingEnv(obs_dim=1), CatFrames(2, -1, in_keys=["observation"], as_inverse=True)
+    )
+    with pytest.raises(RuntimeError, match="replay buffers"):
+        env.reset()
 
 
 def test_offline_only_options_refuse_env():
@@ -139,3 +147,20 @@ def test_rollout_with_resets_mid_rollout(padding):
         assert root[0] == [0.0, 0.0, 0.0]
     assert data["observation"].tolist() == root
     assert data["next", "observation"].tolist() == nxt
+
+
+@pytest.mark.parametrize("padding", ["same", "constant"])
+def test_next_entry_windows_continue_the_root_window(padding):
+    # ("next", "obs")[t] = obs[t] + 1 within each trajectory; its window is obs's window at t
+    # shifted by one frame, then ("next", "obs")[t] (what an env rollout holds)
+    td = trajectory()
+    td["next", "obs"] = td["obs"] + 1
+    cat = CatFrames(3, -1, in_keys=["obs", ("next", "obs")], padding=padding, padding_value=-1.0)
+    out = cat(td)
+    root, _ = windows(3, False, -1.0 if padding == "constant" else None)
+    assert out["obs"].tolist() == root
+    assert out["next", "obs"].tolist() == [row[1:] + [float(t) + 1] for t, row in enumerate(root)]
+    with pytest.raises(NotImplementedError, match="two passes"):
+        CatFrames(2, -1, in_keys=["obs", ("next", "obs")], future=True)(
+            trajectory().set(("next", "obs"), torch.zeros(T, 1))
+        )

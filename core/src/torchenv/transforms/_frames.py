@@ -213,6 +213,23 @@ class CatFrames(_FrameBuffer):
         """
         if self.as_inverse:
             return tensordict
+        return self.unfolding(tensordict)
+
+    def _inv_call(self, tensordict: TensorDictBase) -> TensorDictBase:
+        # as_inverse=True: the frames are stacked on the inverse path (e.g. of a replay buffer)
+        return self.unfolding(tensordict) if self.as_inverse else tensordict
+
+    def _reset(
+        self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase
+    ) -> TensorDictBase:
+        if self.as_inverse and self.parent is not None:
+            raise RuntimeError(
+                "CatFrames(as_inverse=True) runs on the inverse path of replay buffers, not in an env"
+            )
+        return super()._reset(tensordict, tensordict_reset)
+
+    def unfolding(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """Stacks frames within each trajectory of ``tensordict`` (what :meth:`forward` does)."""
         if tensordict.ndim == 0:
             raise ValueError(
                 "CatFrames.forward needs a TensorDict with a time dim (batch dims [..., T])"
@@ -270,18 +287,45 @@ class CatFrames(_FrameBuffer):
                 idxs.append(torch.maximum(idx, starts))
         if self.mask_key is not None:
             tensordict.set(self.mask_key, torch.stack(pads, -1))
-        for in_key, out_key in self._key_pairs:
+        raw = {}
+        for in_key, _ in self._key_pairs:
             data = self._require(tensordict, in_key)
+            if data is not None:
+                raw[in_key] = data
+        for in_key, out_key in self._key_pairs:
+            data = raw.get(in_key)
             if data is None:
                 continue
-            frames = []
-            for idx, pad in zip(idxs, pads):
-                gather_idx = idx.reshape(*idx.shape, *([1] * (data.ndim - idx.ndim)))
-                frame = data.gather(time_dim, gather_idx.expand_as(data))
-                if self.padding == "constant":
-                    frame = torch.where(mask_like(pad, frame), self.padding_value, frame)
-                frames.append(frame)
+            root = self._root_of_next(in_key, raw)
+            if root is None:
+                frames = [self._gather(data, time_dim, i, p) for i, p in zip(idxs, pads)]
+            else:
+                # ("next", key) next to key: the window of step t is key's window at t shifted
+                # by one frame, then ("next", key)[t] (what the env itself produces)
+                if self.future:
+                    raise NotImplementedError(
+                        f"CatFrames(future=True) cannot stack {in_key!r} together with its root "
+                        "entry: stack them in two passes"
+                    )
+                frames = [self._gather(root, time_dim, i, p) for i, p in zip(idxs[1:], pads[1:])]
+                frames.append(data)
             tensordict.set(out_key, torch.cat(frames, self.dim))
+
+    @staticmethod
+    def _root_of_next(in_key: NestedKey, raw: dict) -> torch.Tensor | None:
+        if not isinstance(in_key, tuple) or len(in_key) < 2 or in_key[0] != "next":
+            return None
+        root_key = in_key[1] if len(in_key) == 2 else in_key[1:]
+        return raw.get(root_key)
+
+    def _gather(
+        self, data: torch.Tensor, time_dim: int, idx: torch.Tensor, pad: torch.Tensor
+    ) -> torch.Tensor:
+        gather_idx = idx.reshape(*idx.shape, *([1] * (data.ndim - idx.ndim)))
+        frame = data.gather(time_dim, gather_idx.expand_as(data))
+        if self.padding == "constant":
+            frame = torch.where(mask_like(pad, frame), self.padding_value, frame)
+        return frame
 
     def transform_observation_spec(self, observation_spec: TensorSpec) -> TensorSpec:
         if self.future:

@@ -546,9 +546,13 @@ class Transform(nn.Module):
         d["_parent"] = None
 
     def _env_reset_keys(self) -> list[NestedKey]:
-        """The parent env's reset keys (``["_reset"]`` outside of an env)."""
+        """The parent env's effective reset keys (``["_reset"]`` outside of an env): a reset
+        key nested under another one's level is left out, as TorchRL's transforms do."""
         parent = self.parent
-        return list(parent.reset_keys) if parent is not None else ["_reset"]
+        if parent is None:
+            return ["_reset"]
+        filtered = getattr(parent, "_filtered_reset_keys", None)
+        return list(parent.reset_keys if filtered is None else filtered)
 
     def _reset_levels(self, *names: str) -> tuple[tuple[NestedKey, ...], ...]:
         """Per reset key of the parent env: ``(reset_key, *names at that key's level)``.

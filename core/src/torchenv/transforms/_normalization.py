@@ -239,7 +239,9 @@ class VecNorm(Transform, metaclass=_VecNormMeta):
         out_keys: Sequence[NestedKey] | None = None,
         decay: float = 0.9999,
         eps: float = 1e-4,
+        new_api: bool | None = None,
     ) -> None:
+        # new_api is read (and removed) by the metaclass: it never reaches here
         super().__init__(in_keys or ["observation", "reward"], out_keys)
         if not 0 < decay <= 1:
             raise ValueError(f"VecNorm: decay must be in (0, 1], got {decay}")

@@ -442,3 +442,25 @@ def test_over_a_batched_env_with_and_without_reduce_batch_dims():
     extra = env.transform[0].state_dict()["_extra_state"]
     assert extra["loc.-|-.observation"].shape == (2, 3)
     assert extra["count.-|-.observation"].item() == 4
+
+
+def _make_stateless_env():
+    return TransformedEnv(
+        PendulumEnv(),
+        VecNormV2(in_keys=["observation"], out_keys=["obs_norm"], stateful=False, decay=0.9),
+    )
+
+
+@pytest.mark.filterwarnings("ignore:Support of VecNormV2")
+@pytest.mark.parametrize("batched", [SerialEnv, ParallelEnv])
+def test_stateless_statistics_continue_in_each_sub_env(batched):
+    env = batched(2, _make_stateless_env)
+    try:
+        r = env.rollout(3)
+    finally:
+        env.close()
+    assert r["next", "_vecnorm_count", "observation"][..., 0].tolist() == [[2, 3, 4]] * 2
+    for i in range(2):
+        obs = [r["observation"][i, 0], *r["next", "observation"][i]]
+        expected, _, _ = _reference([o.numpy() for o in obs], 0.9)
+        _close(r["next", "obs_norm"][i], np.stack(expected[1:]))

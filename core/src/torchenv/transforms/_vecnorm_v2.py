@@ -286,6 +286,7 @@ class VecNormV2(Transform):
     def clone(self) -> VecNormV2:
         """A parentless copy with its own copy of the statistics (TorchRL's ``clone``)."""
         new = super().clone()
+        new.__dict__.pop("_last_stats", None)
         for name, buf in list(new._buffers.items()):
             if buf is not None:
                 new._buffers[name] = buf.clone()
@@ -347,12 +348,12 @@ class VecNormV2(Transform):
 
         (TorchRL's ``VecNormV2`` runs only inside an env; here it also runs on a TensorDict.)
         """
-        return self._step(tensordict, tensordict)
+        return self._run(tensordict, tensordict, resetting=False)
 
     def _reset(
         self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase
     ) -> TensorDictBase:
-        return self._tolerant(lambda td: self._step(td, td), tensordict_reset)
+        return self._tolerant(lambda td: self._run(td, td, resetting=True), tensordict_reset)
 
     def _present(self, tensordict: TensorDictBase) -> list[tuple[NestedKey, NestedKey, Any]]:
         present = []
@@ -370,9 +371,14 @@ class VecNormV2(Transform):
         return present
 
     def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
+        return self._run(tensordict, next_tensordict, resetting=False)
+
+    def _run(
+        self, tensordict: TensorDictBase, next_tensordict: TensorDictBase, resetting: bool
+    ) -> TensorDictBase:
         if not self.stateful:
             # the statistics enter the data even when no entry is there to update them
-            self._stateless_stats(tensordict)
+            self._stateless_stats(tensordict, resetting)
         present = self._present(next_tensordict)
         if not present:
             return next_tensordict
@@ -422,7 +428,7 @@ class VecNormV2(Transform):
         self, tensordict: TensorDictBase, next_tensordict: TensorDictBase, present
     ) -> None:
         names = self._stat_names()
-        stats = self._stateless_stats(tensordict)
+        stats = self._stateless_stats(tensordict, False)
         loc_td, var_td, count_td = (s.copy() for s in stats)
         decay, eps = self.decay, self.eps
         normed = []
@@ -442,16 +448,27 @@ class VecNormV2(Transform):
             next_tensordict.set(out_key, value)
         for name, td in zip(names, (loc_td, var_td, count_td)):
             next_tensordict.set(name, td)
+        self.__dict__["_last_stats"] = (loc_td, var_td, count_td)
 
     def _stat_names(self) -> tuple[str, str, str]:
         prefix = self.prefix
         return f"{prefix}_loc", f"{prefix}_var", f"{prefix}_count"
 
-    def _stateless_stats(self, tensordict: TensorDictBase) -> list[TensorDictBase]:
-        """The statistics carried by ``tensordict``; zeros written into it when absent."""
+    def _stateless_stats(self, tensordict: TensorDictBase, resetting: bool) -> list[TensorDictBase]:
+        """The statistics carried by ``tensordict``, written into it when absent.
+
+        Absent, they are zeros at a reset; at a step, the statistics this transform wrote last,
+        if any (the sub-envs of torchenv's batched envs receive only their action and state
+        entries: this is how each continues its statistics, as TorchRL's sub-envs do), else zeros.
+        """
         names = self._stat_names()
         if names[0] in tensordict:
             return [tensordict.get(name) for name in names]
+        last = None if resetting else self.__dict__.get("_last_stats")
+        if last is not None and last[0].batch_size == tensordict.batch_size:
+            for name, td in zip(names, last):
+                tensordict.set(name, td)
+            return list(last)
         self.__dict__["initialized"] = True
         shapes = {}
         specs = None
@@ -473,6 +490,7 @@ class VecNormV2(Transform):
             count.set(key, torch.zeros(shape, dtype=torch.int64, device=device))
         for name, td in zip(names, (loc, var, count)):
             tensordict.set(name, td)
+        self.__dict__["_last_stats"] = (loc, var, count)
         return [loc, var, count]
 
     def _parent_leaf_specs(self, key: NestedKey, tensordict: TensorDictBase) -> dict:

@@ -207,6 +207,7 @@ def test_stateless_statistics_travel_with_the_data():
         "_vecnorm_loc",
         "_vecnorm_var",
     ]
+    check_env_specs(env)
     r = env.rollout(3)
     for where in ((), ("next",)):
         for name in ("_vecnorm_loc", "_vecnorm_var", "_vecnorm_count"):

@@ -421,9 +421,11 @@ for _name in (
     "full_reward_spec",
     "full_done_spec",
     "full_state_spec",
+    "input_spec",
+    "output_spec",
 ):
     _prop = _unbatched_property(_name, f"``{_name}`` without the batch dims (settable).")
     setattr(_EnvSpecs, f"{_name}_unbatched", _prop)
-    if not _name.startswith("full_"):
+    if not _name.startswith("full_") and _name not in ("input_spec", "output_spec"):
         setattr(_EnvSpecs, f"single_{_name}", _prop)
 del _name, _prop

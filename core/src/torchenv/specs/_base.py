@@ -551,6 +551,50 @@ class TensorSpec:
 
     view = reshape
 
+    def flatten(self, start_dim: int, end_dim: int) -> TensorSpec:
+        """The spec reshaped as :func:`torch.flatten` reshapes a tensor of its shape.
+
+        >>> from torchenv.specs import Unbounded
+        >>> Unbounded((2, 3, 4)).flatten(0, 1).shape
+        torch.Size([6, 4])
+        """
+        return self.reshape(
+            torch.empty(self._sshape, device="meta").flatten(start_dim, end_dim).shape
+        )
+
+    def unflatten(self, dim: int, sizes: Sequence[int]) -> TensorSpec:
+        """The spec reshaped as :func:`torch.unflatten` reshapes a tensor of its shape.
+
+        >>> from torchenv.specs import Unbounded
+        >>> Unbounded((6, 4)).unflatten(0, (2, 3)).shape
+        torch.Size([2, 3, 4])
+        """
+        return self.reshape(torch.empty(self._sshape, device="meta").unflatten(dim, sizes).shape)
+
+    def make_neg_dim(self, dim: int) -> None:
+        """Marks ``dim`` as dynamic (``-1``), in place.
+
+        Raises:
+            ValueError: ``dim`` is out of range.
+
+        >>> from torchenv.specs import Unbounded
+        >>> spec = Unbounded((2, 3))
+        >>> spec.make_neg_dim(-1)
+        >>> spec.shape
+        torch.Size([2, -1])
+        """
+        if dim < 0:
+            dim = self.ndim + dim
+        if dim < 0 or dim > self.ndim - 1:
+            raise ValueError(f"dim={dim} is out of bound for ndim={self.ndim}")
+        self.shape = torch.Size([-1 if i == dim else s for i, s in enumerate(self.shape)])
+
+    def erase_memoize_cache(self) -> None:
+        """TorchRL's reset of the encode cache: nothing is cached here (see
+        :meth:`memoize_encode`), so it only reaches the nested specs."""
+        for sub in self._memo_children():
+            sub.erase_memoize_cache()
+
     # ------------------------------------------------------------------ torch functions
     @classmethod
     def __torch_function__(cls, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:

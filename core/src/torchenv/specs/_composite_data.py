@@ -157,6 +157,26 @@ class CompositeDataOps:
             if spec is not None
         }
 
+    def zeros_update(self, val: TensorDictBase) -> TensorDictBase:
+        """Writes a zero value of every entry into ``val`` (in place; returns it)."""
+        return val.update(self.zero())
+
+    def ones_update(self, val: TensorDictBase) -> TensorDictBase:
+        """Writes a one value of every entry into ``val`` (in place; returns it)."""
+        return val.update(self.one())
+
+    def rand_update(self, val: TensorDictBase) -> TensorDictBase:
+        """Writes a random value of every entry into ``val`` (in place; returns it).
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> from torchenv.specs import Composite, Unbounded
+        >>> data = Composite(a=Unbounded(2)).rand_update(TensorDict(b=torch.ones(1)))
+        >>> sorted(data.keys())
+        ['a', 'b']
+        """
+        return val.update(self.rand())
+
     def zero_like(self) -> TensorDictBase:
         return self.zero()
 

@@ -82,6 +82,30 @@ class CompositeShapeOps:
 
     view = reshape
 
+    def make_neg_dim(self, dim: int) -> None:
+        """Marks batch dim ``dim`` as dynamic (``-1``) here and in every entry, in place.
+
+        TorchRL's raises a ``ValueError`` for any Composite with entries (it changes the
+        Composite's shape alone, which then mismatches them).
+
+        Raises:
+            ValueError: ``dim`` is out of range.
+
+        >>> from torchenv.specs import Composite, Unbounded
+        >>> spec = Composite(a=Unbounded((2, 3)), shape=(2,))
+        >>> spec.make_neg_dim(0)
+        >>> spec.shape, spec["a"].shape
+        (torch.Size([-1]), torch.Size([-1, 3]))
+        """
+        if dim < 0:
+            dim = self.ndim + dim
+        if dim < 0 or dim > self.ndim - 1:
+            raise ValueError(f"dim={dim} is out of bound for ndim={self.ndim}")
+        for spec in self._specs.values():
+            if spec is not None:
+                spec.make_neg_dim(dim)
+        self.shape = torch.Size([-1 if i == dim else s for i, s in enumerate(self.shape)])
+
     def index(self, index: Any, tensor_to_index: TensorDictBase) -> TensorDictBase:
         """Applies every entry's :meth:`TensorSpec.index` to the matching entry of ``tensor_to_index``."""
         out = tensor_to_index.clone(False)

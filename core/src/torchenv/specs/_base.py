@@ -19,6 +19,7 @@ import torch
 
 from torchenv.specs._errors import (
     SpecEncodeError,
+    SpecIndexTypeError,
     SpecShapeError,
     SpecTypeError,
     SpecValueError,
@@ -60,7 +61,7 @@ def _normalize_index(idx: Any, ndim: int) -> tuple:
         idx = (idx,)
     for i in idx:
         if not isinstance(i, _INDEX_TYPES):
-            raise TypeError(
+            raise SpecIndexTypeError(
                 f"invalid index {i!r} of type {type(i).__name__} for a spec: use ints, slices, "
                 "None, Ellipsis, or integer/bool tensors, arrays or lists"
             )

@@ -458,8 +458,8 @@ class VecNormV2(Transform):
         """The statistics carried by ``tensordict``, written into it when absent.
 
         Absent, they are zeros at a reset; at a step, the statistics this transform wrote last,
-        if any (the sub-envs of torchenv's batched envs receive only their action and state
-        entries: this is how each continues its statistics, as TorchRL's sub-envs do), else zeros.
+        if any (the step input of a sub-env of torchenv's batched envs does not hold them: this
+        is how each continues its statistics, as TorchRL's sub-envs do), else zeros.
         """
         names = self._stat_names()
         if names[0] in tensordict:

@@ -220,6 +220,10 @@ def test_stateless_statistics_travel_with_the_data():
     # the statistics restart with each episode (they are in the reset data)
     assert env.reset()["_vecnorm_count", "observation"].tolist() == [1, 1, 1]
     assert env.transform[0].state_dict() == {"_extra_state": {}}
+    # a step whose input lacks them starts from zeros, as TorchRL's (nothing is kept aside)
+    td = env.reset().exclude("_vecnorm_loc", "_vecnorm_var", "_vecnorm_count")
+    stepped = env.step(td.set("action", torch.zeros(1)))
+    assert stepped["next", "_vecnorm_count", "observation"].tolist() == [1, 1, 1]
 
 
 @pytest.mark.filterwarnings("ignore:Support of VecNormV2")

@@ -182,12 +182,16 @@ class EnvRunner:
             # keep their state in observations (not declared as state) read it there. They are
             # the "root" rows after a reset, the "next" rows after a step without one.
             next_views = dict(groups["next"].rows[index])
-            extra = [k for k, _ in root_rows if k not in in_views]
-            self._seen_after_reset = {k[0]: v for k, v in root_rows if k not in in_views}
-            self._seen_after_step = {k[0]: next_views[k] for k in extra if k in next_views}
+            after_reset = [(k, v) for k, v in root_rows if k not in in_views]
+            after_step = [(k, next_views[k]) for k, _ in after_reset if k in next_views]
+            if flat and all(len(k) == 1 for k, _ in after_reset):
+                # flat keys: the input is one dict merge away
+                self._seen_after_reset = {k[0]: v for k, v in after_reset}
+                self._seen_after_step = {k[0]: v for k, v in after_step}
+            else:  # nested keys: the input is built from (key, view) pairs
+                self._step_in_flat = None
+                self._seen_after_reset, self._seen_after_step = after_reset, after_step
             self._seen = self._seen_after_reset
-            if not (flat and all(len(k) == 1 for k in extra)):
-                self._seen_after_reset = self._seen_after_step = self._seen = {}
         self._lean = _supports_lean_step(env)
         self._direct = self._bind_direct(groups, index) if groups is not None else None
 
@@ -221,7 +225,7 @@ class EnvRunner:
             source = {**seen, **flat} if seen else flat
             td = TensorDict._new_unsafe(source, self.batch_size, nested=False)
         else:
-            td = build_td(self._step_in, self.batch_size, flat=False)
+            td = build_td([*self._seen, *self._step_in], self.batch_size, flat=False)
         device = self.device
         if device is not None and device.type != "cpu":
             td = td.to(device)

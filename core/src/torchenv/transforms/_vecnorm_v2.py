@@ -286,7 +286,6 @@ class VecNormV2(Transform):
     def clone(self) -> VecNormV2:
         """A parentless copy with its own copy of the statistics (TorchRL's ``clone``)."""
         new = super().clone()
-        new.__dict__.pop("_last_stats", None)
         for name, buf in list(new._buffers.items()):
             if buf is not None:
                 new._buffers[name] = buf.clone()
@@ -448,7 +447,6 @@ class VecNormV2(Transform):
             next_tensordict.set(out_key, value)
         for name, td in zip(names, (loc_td, var_td, count_td)):
             next_tensordict.set(name, td)
-        self.__dict__["_last_stats"] = (loc_td, var_td, count_td)
 
     def _stat_names(self) -> tuple[str, str, str]:
         prefix = self.prefix
@@ -457,18 +455,12 @@ class VecNormV2(Transform):
     def _stateless_stats(self, tensordict: TensorDictBase, resetting: bool) -> list[TensorDictBase]:
         """The statistics carried by ``tensordict``, written into it when absent.
 
-        Absent, they are zeros at a reset; at a step, the statistics this transform wrote last,
-        if any (the step input of a sub-env of torchenv's batched envs does not hold them: this
-        is how each continues its statistics, as TorchRL's sub-envs do), else zeros.
+        Absent, they are zeros, as in TorchRL (the sub-envs of batched envs step on an input
+        that holds their last outputs, these statistics included, so each continues its own).
         """
         names = self._stat_names()
         if names[0] in tensordict:
             return [tensordict.get(name) for name in names]
-        last = None if resetting else self.__dict__.get("_last_stats")
-        if last is not None and last[0].batch_size == tensordict.batch_size:
-            for name, td in zip(names, last):
-                tensordict.set(name, td)
-            return list(last)
         self.__dict__["initialized"] = True
         shapes = {}
         specs = None
@@ -490,7 +482,6 @@ class VecNormV2(Transform):
             count.set(key, torch.zeros(shape, dtype=torch.int64, device=device))
         for name, td in zip(names, (loc, var, count)):
             tensordict.set(name, td)
-        self.__dict__["_last_stats"] = (loc, var, count)
         return [loc, var, count]
 
     def _parent_leaf_specs(self, key: NestedKey, tensordict: TensorDictBase) -> dict:

@@ -13,6 +13,7 @@ import torch
 
 from torchenv.specs._base import TensorSpec
 from torchenv.specs._composite_data import CompositeDataOps
+from torchenv.specs._composite_names import CompositeNames
 from torchenv.specs._composite_shape import CompositeShapeOps
 from torchenv.specs._errors import SpecKeyError, SpecLockedError, SpecShapeError
 from torchenv.specs._keys import ItemsView, KeysView, ValuesView
@@ -31,7 +32,7 @@ _RESERVED = frozenset({"shape", "device", "dtype", "space"})
 _NO_DEFAULT = object()
 
 
-class Composite(CompositeDataOps, CompositeShapeOps, TensorSpec):
+class Composite(CompositeNames, CompositeDataOps, CompositeShapeOps, TensorSpec):
     """A collection of specs, one per key; nested dicts or Composites give nested keys.
 
     Args:
@@ -77,7 +78,7 @@ class Composite(CompositeDataOps, CompositeShapeOps, TensorSpec):
         self._locked = False
         self.data_cls = data_cls
         self.step_mdp_static = step_mdp_static
-        self.names = list(names) if names is not None else None
+        self._names = None
         if len(args) > 1:
             raise TypeError(
                 f"Composite takes at most one mapping of specs, got {len(args)} positional arguments."
@@ -92,6 +93,8 @@ class Composite(CompositeDataOps, CompositeShapeOps, TensorSpec):
                 self[key] = value
         for key, value in kwargs.items():
             self[key] = value
+        if names is not None:
+            self.names = names
 
     # ------------------------------------------------------------------ attributes
     @property

@@ -28,9 +28,13 @@ class CompositeDataOps:
         for key, spec in self._specs.items():
             if spec is not None:
                 data[key] = getattr(spec, fn_name)(bshape)
-        return TensorDict._new_unsafe(
+        out = TensorDict._new_unsafe(
             data, batch_size=torch.Size(bshape + self._sshape), device=self._device, nested=False
         )
+        names = self._names
+        if names is not None:  # the data's dims carry the spec's names (extra leading: unnamed)
+            out.names = [*([None] * len(bshape)), *names]
+        return out
 
     def rand(self, shape: Sequence[int] | None = None) -> TensorDictBase:
         """A TensorDict of random values (batch size ``(*shape, *self.shape)``)."""

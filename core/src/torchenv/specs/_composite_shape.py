@@ -12,6 +12,7 @@ import torch
 from tensordict import TensorDictBase
 
 from torchenv.specs._base import _index_shape, _normalize_index
+from torchenv.specs._composite_names import index_names
 from torchenv.specs._errors import SpecShapeError
 from torchenv.specs._utils import normalize_dim
 
@@ -37,12 +38,15 @@ class CompositeShapeOps:
         def fn(spec: TensorSpec) -> TensorSpec:
             return spec.expand(*prefix, *new_shape[len(prefix) :], *spec.shape[nd:])
 
-        return self._map(fn, shape=new_shape)
+        out = self._map(fn, shape=new_shape)
+        names = self._names
+        return self._with_names(out, None if names is None else [None] * len(prefix) + names)
 
     def _index(self, idx: Any) -> Composite:
         idx = _normalize_index(idx, self._ndim)
         new_shape = _index_shape(self.shape, idx)
-        return self._map(lambda s: s[idx], shape=new_shape)
+        out = self._map(lambda s: s[idx], shape=new_shape)
+        return self._with_names(out, index_names(self._names, idx, len(new_shape)))
 
     def squeeze(self, dim: int | None = None) -> Composite:
         """Removes batch dims of size 1 (all of them, or ``dim``) from the Composite and its entries."""
@@ -56,13 +60,17 @@ class CompositeShapeOps:
         if self.shape[d] != 1:
             return self
         new_shape = torch.Size([s for i, s in enumerate(self.shape) if i != d])
-        return self._map(lambda s: s.squeeze(d), shape=new_shape)
+        out = self._map(lambda s: s.squeeze(d), shape=new_shape)
+        names = self._names
+        return self._with_names(out, None if names is None else names[:d] + names[d + 1 :])
 
     def unsqueeze(self, dim: int) -> Composite:
         """Inserts a batch dim of size 1 at ``dim`` in the Composite and its entries."""
         d = normalize_dim(dim, self._ndim + 1)
         new_shape = torch.Size([*self.shape[:d], 1, *self.shape[d:]])
-        return self._map(lambda s: s.unsqueeze(d), shape=new_shape)
+        out = self._map(lambda s: s.unsqueeze(d), shape=new_shape)
+        names = self._names
+        return self._with_names(out, None if names is None else [*names[:d], None, *names[d:]])
 
     def unbind(self, dim: int = 0) -> tuple[Composite, ...]:
         """Splits the Composite along batch dim ``dim``."""
@@ -78,7 +86,8 @@ class CompositeShapeOps:
             shape = tuple(shape[0])
         new_shape = torch.Size(torch.empty(self._sshape, device="meta").reshape(shape).shape)
         nd = self._ndim
-        return self._map(lambda s: s.reshape(*new_shape, *s.shape[nd:]), shape=new_shape)
+        out = self._map(lambda s: s.reshape(*new_shape, *s.shape[nd:]), shape=new_shape)
+        return self._with_names(out, None)  # a reshape forgets the names (as TorchRL's)
 
     view = reshape
 

@@ -105,6 +105,9 @@ def _stack_composites(specs: Sequence[Any], dim: int) -> Any:
     shape.insert(d, len(specs))
     out = Composite(shape=shape, device=_common_device(specs), data_cls=first.data_cls)
     out._specs.update(entries)
+    names = first._names
+    if names is not None and all(spec._names == names for spec in specs[1:]):
+        out._set_names([*names[:d], None, *names[d:]])  # the new dim is unnamed
     return out
 
 

@@ -10,6 +10,7 @@ from tensordict.utils import NestedKey
 
 from torchenv.specs import Bounded, TensorSpec, Unbounded
 from torchenv.transforms._base import ObservationTransform, Transform
+from torchenv.transforms._frames_offline import unfold_frames
 from torchenv.transforms._utils import flat_name, mask_like
 
 __all__ = ["CatFrames", "FrameSkipTransform", "NoopResetEnv", "TimeMaxPool"]
@@ -88,6 +89,10 @@ class CatFrames(_FrameBuffer):
         padding_value: the value used with ``padding="constant"``.
         reset_key: the reset entry. Defaults to the env's only reset key.
         done_key: the done entry marking trajectory ends in :meth:`forward`.
+        future: stack each step with the ``N - 1`` steps after it, ``[t, ..., t + N - 1]``
+            (offline only: an env step raises ``RuntimeError``).
+        mask_key: where :meth:`forward` writes, per window, ``True`` at the padded slots
+            (shape ``[*batch, time, N]``).
 
     Examples:
         >>> from torchenv.envs import PendulumEnv
@@ -110,6 +115,8 @@ class CatFrames(_FrameBuffer):
         as_inverse: bool = False,
         reset_key: NestedKey | None = None,
         done_key: NestedKey | None = None,
+        future: bool = False,
+        mask_key: NestedKey | None = None,
     ) -> None:
         if dim >= 0:
             raise ValueError(f"CatFrames: dim must be negative (counted from the end), got {dim}")
@@ -126,6 +133,8 @@ class CatFrames(_FrameBuffer):
         self.padding_value = padding_value
         self.as_inverse = as_inverse
         self.done_key = done_key or "done"
+        self.future = bool(future)
+        self.mask_key = mask_key
 
     def _buffer_shape(self, like: torch.Tensor) -> torch.Size:
         shape = list(like.shape)
@@ -136,6 +145,11 @@ class CatFrames(_FrameBuffer):
         return buffer.clone()
 
     def _call(self, next_tensordict: TensorDictBase) -> TensorDictBase:
+        if self.future:
+            raise RuntimeError(
+                "CatFrames(future=True) needs whole trajectories: use it offline (forward on "
+                "stored data), not in an env."
+            )
         # fast path: one cat per key; the result is both the output and the new buffer content
         buffers = self._buffers
         dim = self.dim
@@ -180,39 +194,21 @@ class CatFrames(_FrameBuffer):
         buffer.narrow(self.dim, size - d, d).copy_(data)
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
-        """Stacks frames within each trajectory of a ``[..., T]`` TensorDict."""
-        time_dim = tensordict.ndim - 1
-        if time_dim < 0:
-            raise ValueError("CatFrames.forward needs a TensorDict with a time dim")
-        T = tensordict.shape[time_dim]
-        done = tensordict.get(("next", self.done_key), None)
-        steps = torch.arange(T, device=tensordict.device)
-        if done is None:
-            start = torch.zeros(tensordict.shape, dtype=torch.long, device=steps.device)
-        else:
-            done = done.reshape(tensordict.shape)
-            is_start = torch.zeros_like(done)
-            is_start[..., 1:] = done[..., :-1]
-            is_start[..., 0] = True
-            start = torch.where(is_start, steps, torch.zeros_like(steps)).cummax(-1).values
-        for in_key, out_key in self._key_pairs:
-            data = self._require(tensordict, in_key)
-            if data is None:
-                continue
-            frames = []
-            for k in range(self.N - 1, -1, -1):
-                idx = steps - k
-                valid = idx >= start
-                idx = torch.maximum(idx, start)
-                gather_idx = idx.reshape(*idx.shape, *([1] * (data.ndim - idx.ndim))).expand_as(
-                    data
-                )
-                frame = data.gather(time_dim, gather_idx)
-                if self.padding == "constant":
-                    frame = torch.where(mask_like(valid, frame), frame, self.padding_value)
-                frames.append(frame)
-            tensordict.set(out_key, torch.cat(frames, self.dim))
-        return tensordict
+        """Stacks frames within each trajectory of stored data (see
+        :mod:`torchenv.transforms._frames_offline`); unchanged with ``as_inverse=True``."""
+        if self.as_inverse:
+            return tensordict
+        return unfold_frames(self, tensordict)
+
+    unfolding = forward
+
+    @property
+    def _has_inverse(self) -> bool:
+        return self.as_inverse
+
+    def _inv_call(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """With ``as_inverse=True``, the stacking of :meth:`forward`, on the inverse path."""
+        return unfold_frames(self, tensordict) if self.as_inverse else tensordict
 
     def _transform_leaf_spec(self, spec: TensorSpec) -> TensorSpec:
         shape = list(spec.shape)

@@ -270,3 +270,14 @@ def test_non_tensor_spec_entries_are_inferred_as_non_tensor():
 
     env = Talking().auto_specs_(_act, observation_key=["observation", "memory", "text"])
     assert isinstance(env.observation_spec["text"], NonTensor)
+
+
+def test_frame_skip_is_a_wrapper_argument_not_an_envbase_one():
+    # TorchRL 0.14.1's EnvBase.__init__ refuses frame_skip (its wrappers, e.g. GymEnv, take it);
+    # so does ours, with the same exception type
+    class Forwarding(Counter):
+        def __init__(self, **kwargs):
+            EnvBase.__init__(self, **kwargs)
+
+    with pytest.raises(TypeError, match="frame_skip"):
+        Forwarding(frame_skip=2)

@@ -222,13 +222,13 @@ def test_traj_counter_gives_new_ids_at_each_reset():
 class _TwoAgentEnv(EnvBase):
     """Two agents in group "agents" (batch (4,)), per-agent rewards, a root done after 3 steps."""
 
-    def __init__(self):
+    def __init__(self, done: str = "root"):
         super().__init__(batch_size=(4,))
         self.layout = MarlLayout(
             ["agent_0", "agent_1"],
             observation_specs={a: Unbounded((2,)) for a in ("agent_0", "agent_1")},
             action_specs={a: Bounded(-1.0, 1.0, (1,)) for a in ("agent_0", "agent_1")},
-            done="root",
+            done=done,
             truncated=False,
             batch_size=(4,),
             default_group_map=MarlGroupMapType.ALL_IN_ONE_GROUP.get_group_map,
@@ -404,18 +404,7 @@ class _PerAgentDoneEnv(_TwoAgentEnv):
     """_TwoAgentEnv with per-agent done flags as well as the root ones (PettingZoo's layout)."""
 
     def __init__(self):
-        EnvBase.__init__(self, batch_size=(4,))
-        self.layout = MarlLayout(
-            ["agent_0", "agent_1"],
-            observation_specs={a: Unbounded((2,)) for a in ("agent_0", "agent_1")},
-            action_specs={a: Bounded(-1.0, 1.0, (1,)) for a in ("agent_0", "agent_1")},
-            done="per_agent",
-            truncated=False,
-            batch_size=(4,),
-            default_group_map=MarlGroupMapType.ALL_IN_ONE_GROUP.get_group_map,
-        )
-        self.layout.set_specs(self)
-        self.t = 0
+        super().__init__(done="per_agent")
 
     def _reset(self, tensordict=None, **kwargs):
         self.t = 0

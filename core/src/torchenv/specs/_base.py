@@ -312,6 +312,12 @@ class TensorSpec:
     def _memo_children(self) -> tuple[TensorSpec, ...]:
         return ()
 
+    def _checked(self, val: Any, safe: bool | None) -> Any:
+        """``val``, after :meth:`assert_is_in` when ``safe`` (the identity conversions)."""
+        if safe:
+            self.assert_is_in(val)
+        return val
+
     def to_numpy(self, val: torch.Tensor, safe: bool | None = None) -> np.ndarray:
         """Converts ``val`` to a numpy array (checking it belongs to the spec when ``safe``)."""
         if safe:

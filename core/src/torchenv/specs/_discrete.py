@@ -203,9 +203,7 @@ class Categorical(TensorSpec):
 
     def to_categorical(self, val: torch.Tensor, safe: bool | None = None) -> torch.Tensor:
         """``val`` unchanged: it is already categorical (checked when ``safe``)."""
-        if safe:
-            self.assert_is_in(val)
-        return val
+        return self._checked(val, safe)
 
     def to_categorical_spec(self) -> Categorical:
         """This spec: it is already categorical."""
@@ -388,9 +386,7 @@ class OneHot(TensorSpec):
 
     def to_one_hot(self, val: torch.Tensor, safe: bool | None = None) -> torch.Tensor:
         """``val`` unchanged: it is already one-hot (checked when ``safe``)."""
-        if safe:
-            self.assert_is_in(val)
-        return val
+        return self._checked(val, safe)
 
     def to_one_hot_spec(self) -> OneHot:
         """This spec: it is already one-hot."""

@@ -257,9 +257,7 @@ class MultiCategorical(TensorSpec):
 
     def to_categorical(self, val: torch.Tensor, safe: bool | None = None) -> torch.Tensor:
         """``val`` unchanged: it is already categorical (checked when ``safe``)."""
-        if safe:
-            self.assert_is_in(val)
-        return val
+        return self._checked(val, safe)
 
     def to_categorical_spec(self) -> MultiCategorical:
         """This spec: it is already categorical."""
@@ -386,9 +384,7 @@ class MultiOneHot(TensorSpec):
 
     def to_one_hot(self, val: torch.Tensor, safe: bool | None = None) -> torch.Tensor:
         """``val`` unchanged: it is already one-hot (checked when ``safe``)."""
-        if safe:
-            self.assert_is_in(val)
-        return val
+        return self._checked(val, safe)
 
     def to_one_hot_spec(self) -> MultiOneHot:
         """This spec: it is already one-hot."""

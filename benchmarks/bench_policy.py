@@ -10,7 +10,8 @@ Cases: single envs (CartPole-v1 with one-hot actions, TorchRL's default, and wit
 ``categorical_action_encoding=True``; Pendulum-v1; HalfCheetah-v5 when mujoco is installed),
 the "floor" of CartPole (the same policy around a hand-written minimal TensorDict step: the
 bound for any env that speaks TensorDicts, see :func:`floor_single`),
-``ParallelEnv(4)`` against gymnasium's ``AsyncVectorEnv(4)``, and ``GymEnv(num_envs=N,
+``ParallelEnv(4)`` (CartPole one-hot and categorical, Pendulum) against gymnasium's
+``AsyncVectorEnv(4)``, and ``GymEnv(num_envs=N,
 vectorization_mode="vector_entry_point")`` against gymnasium's vector env with N = 64 and 1024.
 The TorchRL side runs in the interpreter named by ``TORCHENV_BENCH_TORCHRL_PYTHON`` (skipped
 when unset). The sides alternate over ``--repeats`` rounds (default 3) and the median of each
@@ -40,7 +41,7 @@ SINGLE = ["CartPole-v1", "CartPole-v1+categorical", "Pendulum-v1"] + (
 )
 # the hand-written TensorDict step (floor_single): the best any TensorDict env can do here
 FLOOR = ["CartPole-v1", "CartPole-v1+categorical"]
-PARALLEL = [("CartPole-v1", 4), ("Pendulum-v1", 4)]
+PARALLEL = [("CartPole-v1", 4), ("CartPole-v1+categorical", 4), ("Pendulum-v1", 4)]
 VECTOR = [64, 1024]
 
 
@@ -91,7 +92,7 @@ def _td_policy(env, one_hot: bool):
 
         def act(obs):
             return torch.nn.functional.one_hot(mlp(obs.float()).argmax(-1), n).to(spec.dtype)
-    elif spec.dtype in (torch.int64, torch.int32) and not spec.shape[spec.ndim - 1 :].numel() > 1:
+    elif hasattr(spec.space, "n"):  # categorical (any batch size)
         mlp = _mlp(obs_dim, int(spec.space.n))
 
         def act(obs):
@@ -150,7 +151,9 @@ def lib_parallel(lib: str, env_id: str, workers: int, seconds: float) -> float:
     else:
         from torchenv import ParallelEnv
         from torchenv_gym import GymEnv
-    env = ParallelEnv(workers, functools.partial(GymEnv, env_id))
+    env_id, _, option = env_id.partition("+")
+    make = functools.partial(GymEnv, env_id, categorical_action_encoding=option == "categorical")
+    env = ParallelEnv(workers, make)
     try:
         one_hot = "OneHot" in type(env.action_spec).__name__
         return _timed(_td_loop(env, _td_policy(env, one_hot)), seconds, workers)
@@ -290,6 +293,7 @@ def raw_vector(env, seconds: float) -> float:
 def raw_async(env_id: str, workers: int, seconds: float) -> float:
     import gymnasium as gym
 
+    env_id = env_id.partition("+")[0]
     return raw_vector(gym.vector.AsyncVectorEnv([lambda: gym.make(env_id)] * workers), seconds)
 
 
@@ -369,7 +373,7 @@ def main() -> None:
     if "parallel" in cases:
         plan += [
             (
-                f"{e} ParallelEnv({w}) / Async({w})",
+                f"{e.replace('+categorical', '+cat')} Parallel({w})/Async({w})",
                 lambda e=e, w=w: lib_parallel("torchenv", e, w, s),
                 lambda e=e, w=w: raw_async(e, w, s),
                 ("parallel", [e, str(w)]),

@@ -132,6 +132,7 @@ TRANSFORMS = [
     "UnaryTransform",
     "UnsqueezeTransform",
     "VecNorm",
+    "VecNormV2",
     "gSDENoise",
 ]
 

@@ -278,3 +278,64 @@ def test_vecnorm_loads_torchrl_state_dict():
     assert torch.equal(
         ours.state_dict()["_extra_state"]["observation_sum"], expected["observation_sum"]
     )
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"decay": 0.9}, {"decay": 1.0}, {"decay": 0.99, "reduce_batch_dims": True}],
+)
+def test_vecnormv2_gives_torchrl_s_numbers_and_state_dict(kwargs):
+    from tensordict import TensorDict
+    from torchrl.envs import VecNormV2 as TorchRLVecNormV2
+
+    from torchenv.transforms import VecNormV2
+
+    generator = torch.Generator().manual_seed(0)
+    xs = torch.randn(6, 2, 3, generator=generator) * 3 + 1
+    theirs = TorchRLVecNormV2(in_keys=["obs"], out_keys=["obs_norm"], **kwargs)
+    ours = VecNormV2(in_keys=["obs"], out_keys=["obs_norm"], **kwargs)
+    for x in xs:
+        td = TensorDict(obs=x, batch_size=[2])
+        # TorchRL's VecNormV2 runs only inside an env (its forward raises): call its step
+        expected = theirs._step(td.clone(), td.clone())["obs_norm"]
+        torch.testing.assert_close(ours(td.clone())["obs_norm"], expected, rtol=0, atol=0)
+    state = theirs.state_dict()
+    assert list(ours.state_dict()) == list(state)
+    assert list(ours.state_dict()["_extra_state"]) == list(state["_extra_state"])
+    fresh = VecNormV2(in_keys=["obs"], out_keys=["obs_norm"], **kwargs)
+    fresh.load_state_dict(state)
+    torch.testing.assert_close(fresh.loc["obs"], theirs.loc["obs"])
+    torch.testing.assert_close(fresh.scale["obs"], theirs.scale["obs"])
+
+
+@pytest.mark.parametrize("stateful", [True, False])
+def test_vecnormv2_in_an_env_matches_torchrl_s_in_its_env(stateful):
+    from torchrl.envs import TransformedEnv as TorchRLTransformedEnv
+    from torchrl.envs import VecNormV2 as TorchRLVecNormV2
+
+    from torchenv.envs import PendulumEnv
+    from torchenv.transforms import TransformedEnv, VecNormV2
+
+    kwargs = dict(in_keys=["observation"], out_keys=["obs_norm"], stateful=stateful, decay=0.9)
+    mine, yours = PendulumEnv(), PendulumEnv()
+    mine.set_seed(0)
+    yours.set_seed(0)
+    ours = TransformedEnv(mine, VecNormV2(**kwargs))
+    theirs = TorchRLTransformedEnv(to_torchrl(yours), TorchRLVecNormV2(**kwargs))
+    assert set(ours.observation_spec.keys(True, True)) == set(
+        theirs.observation_spec.keys(True, True)
+    )
+
+    def zero_torque(td):
+        return td.set("action", torch.zeros(*td.shape, 1))
+
+    got = ours.rollout(4, zero_torque)
+    expected = theirs.rollout(4, zero_torque)
+    torch.testing.assert_close(got["observation"], expected["observation"])
+    for key in ["obs_norm", ("next", "obs_norm")]:
+        torch.testing.assert_close(got[key], expected[key], rtol=0, atol=0)
+    if not stateful:
+        for name in ("_vecnorm_loc", "_vecnorm_var", "_vecnorm_count"):
+            torch.testing.assert_close(
+                got["next", name].to_dict(), expected["next", name].to_dict()
+            )

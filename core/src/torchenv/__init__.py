@@ -126,6 +126,7 @@ _EXPORTS: dict[str, str] = {
             "UnaryTransform",
             "UnsqueezeTransform",
             "VecNorm",
+            "VecNormV2",
             "ExpandAs",
             "NextObservationDelta",
             "RandomTruncationTransform",

@@ -3,9 +3,10 @@
 import pytest
 import torch
 from _envs_mocks import AutoResettingEnv, CounterEnv, MarlEnv, NestedStatelessEnv, StatelessEnv
-from tensordict import TensorDict
+from tensordict import LazyStackedTensorDict, TensorDict
 
-from torchenv.specs import Unbounded
+from torchenv.envs import EnvBase
+from torchenv.specs import Bounded, Composite, Unbounded
 
 
 def test_step_writes_next_and_returns_input():
@@ -89,13 +90,19 @@ def test_reward_and_done_are_reshaped_to_spec():
     assert td["next", "terminated"].shape == torch.Size([2, 1])
 
 
-def test_missing_reward_is_an_error_naming_the_key():
+def test_missing_reward_is_a_zero_of_the_spec():
+    # TorchRL accepts a _step without reward (its output then lacks the entry); ours fills a
+    # zero of the reward spec, so that every step and batched row has what the specs announce
     env = CounterEnv()
     env._step = lambda td: TensorDict(
         observation=torch.zeros(1), done=torch.zeros(1, dtype=torch.bool)
     )
-    with pytest.raises(KeyError, match="reward entry 'reward'"):
-        env.rand_step(env.reset())
+    td = env.rand_step(env.reset())
+    assert td["next", "reward"].tolist() == [0.0]
+    assert td["next", "reward"].dtype == env.reward_spec.dtype
+    data = env.rollout(3)
+    assert data["next", "reward"].shape == torch.Size([3, 1])
+    assert not data["next", "reward"].any()
 
 
 def test_next_preset_entries_are_kept():
@@ -361,3 +368,41 @@ def test_partial_step_batch_unlocked_nested_keys_keep_agent_dims():
     assert nxt["agents"].batch_size == torch.Size([3, 2])
     assert nxt["agents", "observation"].flatten().tolist() == [0.0, 1.0, 3.0, 4.0, 5.0, 6.0]
     assert nxt["reward"].flatten().tolist() == [0.0, 7.0, 11.0]
+
+
+class _HeteroActions(EnvBase):
+    """Two agents in one lazily stacked group whose actions differ in size (3 and 2)."""
+
+    def __init__(self):
+        super().__init__()
+        agents = [
+            Composite(action=Bounded(-1, 1, (n,)), observation=Unbounded((n,))) for n in (3, 2)
+        ]
+        group = torch.stack(agents, 0)
+        self.full_action_spec = Composite(group=group.select("action"))
+        self.full_observation_spec = Composite(group=group.select("observation"))
+        self.reward_spec = Unbounded((1,))
+
+    def _reset(self, td):
+        return TensorDict(group=self.full_observation_spec["group"].zero())
+
+    def _step(self, td):
+        agents = td["group"]
+        obs = [agents[i]["action"] * 2 for i in range(2)]
+        group = LazyStackedTensorDict(*(TensorDict(observation=o) for o in obs), stack_dim=0)
+        return TensorDict(group=group, reward=torch.ones(1), done=torch.zeros(1, dtype=torch.bool))
+
+    def _set_seed(self, seed):
+        pass
+
+
+def test_actions_of_different_shapes_in_a_lazily_stacked_group_step():
+    # TorchRL steps such envs (its HeterogeneousCountingEnv); no single tensor holds the actions
+    env = _HeteroActions()
+    data = env.rollout(3, return_contiguous=False)
+    assert data.batch_size == torch.Size([3])
+    for t in range(3):
+        for agent, size in enumerate((3, 2)):
+            action = data[t]["group"][agent]["action"]
+            assert action.shape == torch.Size([size])
+            assert torch.equal(data[t]["next", "group"][agent]["observation"], action * 2)

@@ -63,6 +63,17 @@ def test_invalid_indexes(index, exc) -> None:
         _u()[index]
 
 
+def test_non_index_raises_type_error_and_multicategorical_index_error() -> None:
+    # TorchRL raises TypeError for most specs and IndexError for MultiCategorical: both catch it
+    from torchenv.specs import MultiCategorical
+
+    for spec in (_u(), MultiCategorical([2, 3], (4, 2))):
+        with pytest.raises(TypeError, match="invalid index 1.5"):
+            spec[1.5]
+        with pytest.raises(IndexError, match="invalid index 1.5"):
+            spec[1.5]
+
+
 def test_double_ellipsis() -> None:
     with pytest.raises(IndexError, match="single ellipsis"):
         _u()[..., ...]

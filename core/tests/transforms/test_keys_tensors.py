@@ -7,9 +7,9 @@ import torch
 from tensordict import TensorDict
 from torchenv_transforms_helpers import CountingEnv
 
-from torchenv.envs import check_env_specs
+from torchenv.envs import EnvBase, check_env_specs
 from torchenv.envs.builtin import CartPoleEnv, PendulumEnv
-from torchenv.specs import Bounded
+from torchenv.specs import Bounded, Composite, Unbounded
 from torchenv.transforms import (
     CatTensors,
     ClipTransform,
@@ -304,3 +304,41 @@ def test_expand_as_errors_name_the_key():
         _ = TransformedEnv(CountingEnv(), ExpandAs("done", "zzz")).observation_spec
     with pytest.raises(KeyError, match="zzz"):
         _ = TransformedEnv(CountingEnv(), ExpandAs("zzz", "done")).observation_spec
+
+
+class _MemoryEnv(EnvBase):
+    """``pos = mem + action``; ``mem`` is an observation and a state (the next ``mem`` is ``pos``)."""
+
+    def __init__(self):
+        super().__init__()
+        self.observation_spec = Composite(pos=Unbounded((1,)), mem=Unbounded((1,)))
+        self.state_spec = Composite(mem=Unbounded((1,)))
+        self.action_spec = Unbounded((1,))
+        self.reward_spec = Unbounded((1,))
+
+    def _reset(self, td):
+        return TensorDict(pos=torch.zeros(1), mem=torch.full((1,), 10.0))
+
+    def _step(self, td):
+        pos = td["mem"] + td["action"]
+        return TensorDict(
+            pos=pos, mem=pos.clone(), reward=torch.zeros(1), done=torch.zeros(1, dtype=torch.bool)
+        )
+
+    def _set_seed(self, seed):
+        pass
+
+
+def test_select_drops_an_observation_that_is_a_state_from_the_observations_only():
+    # TorchRL: the entry leaves the observation spec, stays a state, stays in the data, and
+    # step_mdp then carries it from the input instead of taking it from "next"
+    env = TransformedEnv(_MemoryEnv(), SelectTransform("pos"))
+    assert list(env.observation_spec.keys()) == ["pos"]
+    assert list(env.state_spec.keys()) == ["mem"]
+    data = env.rollout(3, actions=[torch.ones(1)] * 3)
+    assert data["next", "mem"].squeeze(-1).tolist() == [11.0, 11.0, 11.0]
+    assert data["mem"].squeeze(-1).tolist() == [10.0, 10.0, 10.0]
+    assert data["next", "pos"].squeeze(-1).tolist() == [11.0, 11.0, 11.0]
+    # without the transform "mem" is an observation: taken from "next" at every step
+    plain = _MemoryEnv().rollout(3, actions=[torch.ones(1)] * 3)
+    assert plain["next", "pos"].squeeze(-1).tolist() == [11.0, 12.0, 13.0]

@@ -222,13 +222,13 @@ def test_traj_counter_gives_new_ids_at_each_reset():
 class _TwoAgentEnv(EnvBase):
     """Two agents in group "agents" (batch (4,)), per-agent rewards, a root done after 3 steps."""
 
-    def __init__(self):
+    def __init__(self, done: str = "root"):
         super().__init__(batch_size=(4,))
         self.layout = MarlLayout(
             ["agent_0", "agent_1"],
             observation_specs={a: Unbounded((2,)) for a in ("agent_0", "agent_1")},
             action_specs={a: Bounded(-1.0, 1.0, (1,)) for a in ("agent_0", "agent_1")},
-            done="root",
+            done=done,
             truncated=False,
             batch_size=(4,),
             default_group_map=MarlGroupMapType.ALL_IN_ONE_GROUP.get_group_map,
@@ -398,3 +398,41 @@ def test_random_truncation_bad_arguments(args, kwargs, match):
 
     with pytest.raises(ValueError, match=match):
         RandomTruncationTransform(*args, **kwargs)
+
+
+class _PerAgentDoneEnv(_TwoAgentEnv):
+    """_TwoAgentEnv with per-agent done flags as well as the root ones (PettingZoo's layout)."""
+
+    def __init__(self):
+        super().__init__(done="per_agent")
+
+    def _reset(self, tensordict=None, **kwargs):
+        self.t = 0
+        obs = [torch.zeros(4, 2), torch.zeros(4, 2)]
+        return self.layout.output(
+            {"observation": obs, "terminated": [torch.zeros(4, dtype=torch.bool)] * 2}
+        )
+
+    def _step(self, tensordict):
+        self.t += 1
+        obs = [torch.full((4, 2), float(self.t))] * 2
+        rew = [torch.ones(4), 2 * torch.ones(4)]
+        term = [torch.full((4,), self.t >= 3)] * 2
+        return self.layout.output({"observation": obs, "reward": rew, "terminated": term})
+
+
+@pytest.mark.parametrize("transform_cls", [StepCounter, InitTracker])
+def test_episode_trackers_follow_the_root_reset_only_when_there_is_one(transform_cls):
+    # TorchRL's transforms keep one entry per "filtered" reset key: the agents' reset key is
+    # covered by the root one, so a single root entry is added (not one per group)
+    base = _PerAgentDoneEnv()
+    assert base.reset_keys == ["_reset", ("agents", "_reset")]
+    assert base._filtered_reset_keys == ["_reset"]
+    env = TransformedEnv(base, transform_cls())
+    data = env.rollout(3)
+    name = "step_count" if transform_cls is StepCounter else "is_init"
+    keys = set(data.keys(True))
+    assert name in keys and ("next", name) in keys
+    assert ("agents", name) not in data.keys(True)
+    if transform_cls is StepCounter:
+        assert data["next", "step_count"][0, :, 0].tolist() == [1, 2, 3]

@@ -117,7 +117,8 @@ class BatchedEnvBase(EnvBase):
             where safe (Linux, no CUDA initialised), else ``"forkserver"``/``"spawn"``.
         use_buffers: move data through preallocated buffers laid out from the specs. Default:
             ``True`` unless a sub-env has dynamic specs or non-tensor entries (then data is
-            sent as TensorDicts and outputs are lazily stacked).
+            sent as TensorDicts and outputs are lazily stacked). ``True`` is refused for
+            dynamic specs and accepted, but without buffers, for non-tensor entries.
         timeout: seconds a worker may take to answer one command before it is declared hung
             and a :class:`~torchenv.batched.WorkerError` is raised (``ParallelEnv``; a
             ``SerialEnv`` runs in this process and cannot be interrupted). Default: the
@@ -126,6 +127,10 @@ class BatchedEnvBase(EnvBase):
             take the specs from the envs they build, instead of building one env in this
             process to read them (for envs that cannot or should not be built here). Data
             then moves as TensorDicts (``use_buffers=True`` is refused, as in TorchRL).
+        daemon: make the worker processes daemonic (``ParallelEnv``). Default ``False``: a
+            worker may then start processes of its own (daemonic processes cannot).
+        shutdown_timeout: seconds a worker is given to close its env at :meth:`close` before
+            it is killed (``ParallelEnv``). Default 10.
 
     Closing: :meth:`close` may be called from another thread; an operation in flight, and any
     ``step`` after it, then raises :class:`~torchenv.batched.EnvClosedError`, while
@@ -153,6 +158,8 @@ class BatchedEnvBase(EnvBase):
         use_buffers: bool | None = None,
         timeout: float | None = None,
         metadata_from_workers: bool = False,
+        daemon: bool = False,
+        shutdown_timeout: float | None = None,
     ) -> None:
         if not isinstance(num_workers, int) or isinstance(num_workers, bool) or num_workers < 1:
             raise ValueError(f"num_workers must be a positive int; got {num_workers!r}.")
@@ -222,6 +229,8 @@ class BatchedEnvBase(EnvBase):
         d["non_blocking"] = non_blocking
         d["mp_start_method"] = mp_start_method
         d["timeout"] = timeout
+        d["daemon"] = bool(daemon)
+        d["shutdown_timeout"] = None if shutdown_timeout is None else float(shutdown_timeout)
         d["_generation"] = 0  # bumped by close(): operations in flight then fail as closed
         d["_closed_after_start"] = False
         d["_metas"] = metas
@@ -236,29 +245,8 @@ class BatchedEnvBase(EnvBase):
         self.input_spec = _stack_specs([m["input_spec"] for m in metas])
         self.output_spec = _stack_specs([m["output_spec"] for m in metas])
 
-        dynamic = any(m["has_dynamic_specs"] for m in metas)
-        non_tensor = any(
-            type(spec).__name__ == "NonTensor"
-            for m in metas
-            for part in ("input_spec", "output_spec")
-            for spec in m[part].values(True, True)
-        )
-        if use_buffers is None:
-            use_buffers = not (dynamic or non_tensor)
-        elif use_buffers and (dynamic or non_tensor):
-            raise ValueError(
-                "use_buffers=True is impossible: a sub-environment has "
-                + ("dynamic specs (a -1 dim)" if dynamic else "non-tensor entries")
-                + "; leave use_buffers unset or pass False."
-            )
-        if use_buffers and self._needs_shared_buffers and not (shared_memory or memmap):
-            raise ValueError(
-                f"{type(self).__name__} moves data through shared buffers: shared_memory=False "
-                "and memmap=False cannot both be given (or pass use_buffers=False)."
-            )
-        d["_use_buffers"] = bool(use_buffers)
         d["_all_workers"] = range(num_workers)
-        d["_groups"] = self._make_groups(metas) if use_buffers else None
+        self._set_use_buffers(use_buffers)
         d["metadata_from_workers"] = bool(metadata_from_workers)
         if pool is not None:  # already running: started as start() would
             if num_threads is not None:
@@ -268,6 +256,93 @@ class BatchedEnvBase(EnvBase):
             self.is_closed = False
 
     # ------------------------------------------------------------------ construction
+    def _set_use_buffers(self, use_buffers: bool | None) -> None:
+        """Resolve ``use_buffers`` (``None``: whenever possible) and lay out the buffers."""
+        d = self.__dict__
+        metas = d["_metas"]
+        dynamic = any(m["has_dynamic_specs"] for m in metas)
+        non_tensor = any(
+            type(spec).__name__ == "NonTensor"
+            for m in metas
+            for part in ("input_spec", "output_spec")
+            for spec in m[part].values(True, True)
+        )
+        if use_buffers and dynamic:
+            raise ValueError(
+                "use_buffers=True is impossible: a sub-environment has dynamic specs (a -1 "
+                "dim), whose data cannot live in preallocated buffers; leave use_buffers unset "
+                "or pass False."
+            )
+        if use_buffers is None or non_tensor:
+            # non-tensor entries (strings...) have no place in the buffers: such envs move
+            # their data as TensorDicts, whether or not use_buffers=True was asked (TorchRL
+            # accepts the flag and sends those entries beside the buffers: same data)
+            use_buffers = not (dynamic or non_tensor)
+        if use_buffers and self._needs_shared_buffers and not (d["shared_memory"] or d["memmap"]):
+            raise ValueError(
+                f"{type(self).__name__} moves data through shared buffers: shared_memory=False "
+                "and memmap=False cannot both be given (or pass use_buffers=False)."
+            )
+        d["_use_buffers"] = bool(use_buffers)
+        d["_groups"] = self._make_groups(metas) if use_buffers else None
+
+    def configure_parallel(
+        self,
+        *,
+        use_buffers: bool | None = None,
+        shared_memory: bool | None = None,
+        memmap: bool | None = None,
+        mp_start_method: str | None = None,
+        num_threads: int | None = None,
+        num_sub_threads: int | None = None,
+        non_blocking: bool | None = None,
+        daemon: bool | None = None,
+        shutdown_timeout: float | None = None,
+    ) -> BatchedEnvBase:
+        """Changes the execution options before the sub-environments start; returns ``self``.
+
+        Arguments left ``None`` keep their value; see the class for their meaning.
+
+        Raises:
+            RuntimeError: the sub-environments have started (call it before the first
+                ``reset``/``step``, or after :meth:`close`).
+
+        Examples:
+            >>> from torchenv.batched import SerialEnv
+            >>> from torchenv.envs import PendulumEnv
+            >>> env = SerialEnv(2, PendulumEnv).configure_parallel(use_buffers=False)
+            >>> env.rollout(2).batch_size
+            torch.Size([2, 2])
+        """
+        d = self.__dict__
+        if d["_started"] or d.get("_view_link") is not None:
+            raise RuntimeError(
+                "configure_parallel() cannot be called after the environment has started: "
+                "call it before the first reset/step (or after close())."
+            )
+        previous = {name: d[name] for name in ("shared_memory", "memmap")}
+        for name, value in (
+            ("shared_memory", shared_memory),
+            ("memmap", memmap),
+            ("mp_start_method", mp_start_method),
+            ("num_threads", num_threads),
+            ("num_sub_threads", num_sub_threads),
+            ("non_blocking", non_blocking),
+            ("daemon", daemon),
+        ):
+            if value is not None:
+                d[name] = value
+        if shutdown_timeout is not None:
+            d["shutdown_timeout"] = float(shutdown_timeout)
+        if use_buffers is not None or shared_memory is not None or memmap is not None:
+            try:
+                self._set_use_buffers(d["_use_buffers"] if use_buffers is None else use_buffers)
+            except ValueError:
+                d.update(previous)
+                raise
+            d["_cache"].pop("batched_root_plan", None)
+        return self
+
     def _start_pool(self, fns, kwargs, mp_start_method, num_sub_threads, memmap, timeout) -> Any:
         """Workers started before the specs are known (``metadata_from_workers=True``, which
         only ``ParallelEnv`` supports)."""

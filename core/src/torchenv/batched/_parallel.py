@@ -112,6 +112,8 @@ class ParallelEnv(BatchedEnvBase, metaclass=_ParallelMeta):
             num_sub_threads=self.num_sub_threads,
             memmap=self.memmap,
             timeout=self.timeout,
+            daemon=self.daemon,
+            shutdown_timeout=self.shutdown_timeout,
         )
 
     def _start_pool(self, fns, kwargs, mp_start_method, num_sub_threads, memmap, timeout):

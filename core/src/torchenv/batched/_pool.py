@@ -95,6 +95,7 @@ class _State:
         self.ctl: memoryview | None = None
         self.buffer: FlatBuffer | None = None
         self.hung: set[int] = set()  # workers declared hung: no grace period at shutdown
+        self.shutdown_timeout = _SHUTDOWN_TIMEOUT
 
 
 def _shutdown(state: _State, finalizer_ref: list) -> None:
@@ -110,7 +111,7 @@ def _shutdown_now(state: _State, finalizer_ref: list, interrupted: list) -> None
         if proc.pid is not None and proc.is_alive() and ctl is not None:
             ctl[2 * i] = W.OP_CLOSE
             state.gos[i].release()
-    deadline = time.monotonic() + _SHUTDOWN_TIMEOUT
+    deadline = time.monotonic() + state.shutdown_timeout
     for i, proc in enumerate(procs):
         if i in state.hung:
             continue
@@ -156,6 +157,8 @@ class WorkerPool:
         memmap: buffers in a memory-mapped file rather than in shared memory.
         timeout: seconds a command may take before the worker is declared hung
             (:class:`WorkerError`); default ``TORCHENV_BATCHED_TIMEOUT``, else 600.
+        daemon: start daemonic workers.
+        shutdown_timeout: seconds a worker has to close its env before it is killed (10).
     """
 
     def __init__(
@@ -168,12 +171,17 @@ class WorkerPool:
         num_sub_threads: int | None = 1,
         memmap: bool = False,
         timeout: float | None = None,
+        daemon: bool = False,
+        shutdown_timeout: float | None = None,
     ) -> None:
         self.num_workers = len(create_env_fns)
+        self._daemon = daemon
         self.timeout = float(timeout) if timeout is not None else _TIMEOUT
         self.groups = groups
         self.broken: str | None = None
         state = self._state = _State()
+        if shutdown_timeout is not None:
+            state.shutdown_timeout = float(shutdown_timeout)
         ctx = mp.get_context(start_method)
         if start_method == "forkserver":
             # the server imports torch once; each worker is then a fork of it
@@ -263,7 +271,7 @@ class WorkerPool:
                     parent_pid,
                     num_sub_threads,
                 ),
-                daemon=False,  # a worker may start processes of its own
+                daemon=self._daemon,  # default False: a worker may start processes of its own
             )
             # recorded before it starts: a failure from here on still stops and closes it
             state.procs.append(proc)

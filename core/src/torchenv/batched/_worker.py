@@ -177,6 +177,21 @@ class EnvRunner:
             # state entries the step does not output are carried from the input (as step_mdp)
             self._carry = [(in_views[k], v) for k, v in root_rows if k in in_views]
             self._root_always = not groups["root"].dense
+            # The env's last outputs (observations, dones) join the input of its next _step, as
+            # in TorchRL, whose sub-envs step on a tensordict that still holds them: envs that
+            # keep their state in observations (not declared as state) read it there. They are
+            # the "root" rows after a reset, the "next" rows after a step without one.
+            next_views = dict(groups["next"].rows[index])
+            after_reset = [(k, v) for k, v in root_rows if k not in in_views]
+            after_step = [(k, next_views[k]) for k, _ in after_reset if k in next_views]
+            if flat and all(len(k) == 1 for k, _ in after_reset):
+                # flat keys: the input is one dict merge away
+                self._seen_after_reset = {k[0]: v for k, v in after_reset}
+                self._seen_after_step = {k[0]: v for k, v in after_step}
+            else:  # nested keys: the input is built from (key, view) pairs
+                self._step_in_flat = None
+                self._seen_after_reset, self._seen_after_step = after_reset, after_step
+            self._seen = self._seen_after_reset
         self._lean = _supports_lean_step(env)
         self._direct = self._bind_direct(groups, index) if groups is not None else None
 
@@ -206,9 +221,11 @@ class EnvRunner:
     def _input(self) -> TensorDictBase:
         flat = self._step_in_flat
         if flat is not None:
-            td = TensorDict._new_unsafe(flat, self.batch_size, nested=False)
+            seen = self._seen
+            source = {**seen, **flat} if seen else flat
+            td = TensorDict._new_unsafe(source, self.batch_size, nested=False)
         else:
-            td = build_td(self._step_in, self.batch_size, flat=False)
+            td = build_td([*self._seen, *self._step_in], self.batch_size, flat=False)
         device = self.device
         if device is not None and device.type != "cpu":
             td = td.to(device)
@@ -221,6 +238,7 @@ class EnvRunner:
             self.env._step_into(direct[0], direct[1])
             return
         write_row(self._next, self.env._step(self._input()))
+        self._seen = self._seen_after_step
 
     def reset(self, keys: Sequence[Key] | None, kwargs: dict) -> None:
         """``env.reset``; ``keys`` selects the input rows passed as the reset tensordict."""
@@ -231,6 +249,7 @@ class EnvRunner:
             if self.device is not None:
                 td = td.to(self.device)
         write_row(self._root, self.env.reset(td, **kwargs))
+        self._seen = self._seen_after_reset
 
     def step_and_maybe_reset(self) -> bool:
         """Step, then reset if done; returns whether the ``"root"`` rows were written.
@@ -274,12 +293,15 @@ class EnvRunner:
             for src, dst in self._carry:
                 dst.copy_(src)
             write_row(self._root, env.reset(out, select_reset_only=True))
+            self._seen = self._seen_after_reset
             return True
         if self._root_always:
             for src, dst in self._carry:
                 dst.copy_(src)
             write_row(self._root, out)
+            self._seen = self._seen_after_reset
             return True
+        self._seen = self._seen_after_step
         return False
 
     # ------------------------------------------------------------------ without buffers

@@ -11,6 +11,7 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from tensordict.utils import NestedKey
 
+from torchenv.envs._conveniences import EnvConveniences
 from torchenv.envs._direct import cached_direct_plan, direct_step_and_maybe_reset
 from torchenv.envs._reset import (
     check_done_after_reset,
@@ -103,7 +104,7 @@ class _EnvMeta(abc.ABCMeta):
         return instance
 
 
-class EnvBase(_EnvSpecs, TorchRLInternals, torch.nn.Module, metaclass=_EnvMeta):
+class EnvBase(_EnvSpecs, TorchRLInternals, EnvConveniences, torch.nn.Module, metaclass=_EnvMeta):
     """Base class of every environment: a ``torch.nn.Module`` that reads and writes TensorDicts.
 
     Subclasses set the specs in ``__init__`` (shapes start with ``batch_size``) and implement
@@ -368,11 +369,20 @@ class EnvBase(_EnvSpecs, TorchRLInternals, torch.nn.Module, metaclass=_EnvMeta):
 
         Returns the reset data; when ``tensordict`` is given it is updated in place and
         returned, keeping its content where ``"_reset"`` is ``False``.
+
+        ``set_state=True`` asks an env that supports it (``_supports_set_state``) to restore
+        the state found in ``tensordict``; other envs raise :class:`NotImplementedError` and
+        never see the argument otherwise (TorchRL's rules). Other keywords go to ``_reset``.
         """
         plan = self._plan
         if tensordict is not None:
             self._check_batch(tensordict, plan)
         select_reset_only = kwargs.pop("select_reset_only", False)
+        set_state = kwargs.pop("set_state", None)
+        if set_state is not None or self._supports_set_state:
+            set_state = self._resolve_set_state(set_state, tensordict, select_reset_only)
+            if set_state is not None:
+                kwargs["set_state"] = set_state
         saved = self.__dict__["_auto_reset_saved"]
         if saved is not None and tensordict is not None and _has_any(tensordict, plan.reset_keys):
             out = saved
@@ -637,6 +647,9 @@ class EnvBase(_EnvSpecs, TorchRLInternals, torch.nn.Module, metaclass=_EnvMeta):
         """Runs up to ``max_steps`` steps; see :func:`torchenv.envs._rollout.rollout` for keywords.
 
         Keyword Args:
+            actions (Iterable): actions to replay instead of a policy: each is written under
+                the env's (top-level) action key before its step; at most ``max_steps`` are
+                taken, and the rollout stops when they run out.
             auto_reset (bool): reset before the first step (default ``True``).
             auto_cast_to_device (bool): move data between the policy and env devices.
             break_when_any_done (bool): stop at the first done (default, unless
@@ -651,6 +664,8 @@ class EnvBase(_EnvSpecs, TorchRLInternals, torch.nn.Module, metaclass=_EnvMeta):
             trust_policy (bool): call the policy as is, without checking or wrapping it.
             progress (bool | str): show a progress bar (tqdm) on stderr, labelled with the
                 string if one is given.
+            storing_device (torch.device | str): where the returned steps are stored.
+            set_state (bool): passed to the first :meth:`reset`.
 
         Returns:
             the stacked steps, with a trailing dim named ``"time"``.

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+import itertools
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import torch
@@ -132,7 +133,18 @@ def _rollout(
     set_truncated: bool = False,
     out: TensorDictBase | None = None,
     trust_policy: bool = False,
+    actions: Iterable[Any] | None = None,
+    storing_device: torch.device | str | None = None,
+    set_state: bool | None = None,
 ) -> TensorDictBase:
+    if actions is not None:
+        if policy is not None:
+            raise ValueError("rollout: pass either a policy or actions, not both.")
+        policy, max_steps = _replay(env, actions, max_steps)
+        trust_policy = True
+    if storing_device is not None:
+        storing_device = torch.device(storing_device)
+    reset_kwargs = {} if set_state is None else {"set_state": set_state}
     if break_when_any_done is None:
         break_when_any_done = not break_when_all_done
     break_when_all_done = bool(break_when_all_done)
@@ -151,6 +163,7 @@ def _rollout(
         and return_contiguous
         and not break_when_all_done
         and env._post_step_mdp_hooks is None
+        and not reset_kwargs
     ):
         plan = cached_direct_plan(env)
         if plan is not None:
@@ -160,13 +173,13 @@ def _rollout(
                 if set_truncated:
                     _set_truncated(env, result)
                 result.refine_names(..., "time")
-                return result
+                return _store(result, storing_device)
             tensordict, auto_reset = first, False  # general path, from this reset
     policy = make_policy(env, policy, trust_policy)
     policy_device = _policy_device(policy) if auto_cast_to_device else None
     env_device = env.device
     if auto_reset:
-        tensordict = env.reset(tensordict)
+        tensordict = env.reset(tensordict, **reset_kwargs)
     elif tensordict is None:
         raise RuntimeError("rollout: with auto_reset=False, a tensordict must be given.")
     else:
@@ -204,7 +217,34 @@ def _rollout(
     if set_truncated:
         _set_truncated(env, result)
     result.refine_names(..., "time")
-    return result
+    return _store(result, storing_device)
+
+
+def _replay(env, actions: Iterable[Any], max_steps: int) -> tuple[Callable, int]:
+    """A policy writing ``actions`` one by one under the env's top-level action key, and the
+    number of steps they allow (at most ``max_steps``; an iterator is read that far only)."""
+    if not isinstance(actions, Iterable):
+        raise TypeError(
+            f"rollout: actions must be an iterable of actions (a list, a tensor whose first "
+            f"dim is time...); got {type(actions).__name__}."
+        )
+    todo = list(itertools.islice(actions, max_steps))
+    if not todo:
+        raise ValueError("rollout: actions is empty; at least one action is needed.")
+    key = next(iter(env.full_action_spec.keys()))
+    feed = iter(todo)
+
+    def replay(tensordict: TensorDictBase) -> TensorDictBase:
+        tensordict.set(key, next(feed))
+        return tensordict
+
+    return replay, len(todo)
+
+
+def _store(result: TensorDictBase, device: torch.device | None) -> TensorDictBase:
+    if device is None or result.device == device:
+        return result
+    return result.to(device)
 
 
 def _fast_stack(tds: list, dim: int) -> TensorDictBase | None:

@@ -356,6 +356,25 @@ class _EnvSpecs:
         )
 
     @property
+    def _filtered_reset_keys(self) -> list[NestedKey]:
+        """The reset keys that matter (TorchRL's): a reset key nested under the level of
+        another one is left out, the outer one resets it too. Transforms that track episodes
+        (``StepCounter``, ``InitTracker``, ``RewardSum``) keep one entry per key here."""
+
+        def compute():
+            roots: list[tuple] = []
+            kept = []
+            for key in self.reset_keys:
+                level = () if isinstance(key, str) else tuple(key[:-1])
+                if any(level[: len(root)] == root for root in roots):
+                    continue
+                roots.append(level)
+                kept.append(key)
+            return kept
+
+        return self._cached("filtered_reset_keys", compute)
+
+    @property
     def _has_dynamic_specs(self) -> bool:
         """Whether any leaf spec has a ``-1`` (variable) dim."""
 
@@ -421,9 +440,11 @@ for _name in (
     "full_reward_spec",
     "full_done_spec",
     "full_state_spec",
+    "input_spec",
+    "output_spec",
 ):
     _prop = _unbatched_property(_name, f"``{_name}`` without the batch dims (settable).")
     setattr(_EnvSpecs, f"{_name}_unbatched", _prop)
-    if not _name.startswith("full_"):
+    if not _name.startswith("full_") and _name not in ("input_spec", "output_spec"):
         setattr(_EnvSpecs, f"single_{_name}", _prop)
 del _name, _prop

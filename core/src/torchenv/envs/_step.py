@@ -6,6 +6,8 @@ path does no spec traversal: it walks short lists of ``(key, shape, dtype)`` tup
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from tensordict import TensorDict, TensorDictBase, is_tensor_collection
 from tensordict.utils import NestedKey
@@ -153,10 +155,19 @@ class _StepPlan:
         where = f"{type(env).__name__}.step"
         source = td._tensordict if type(td) is TensorDict else None
         for leaf in self.actions:
-            if leaf.is_str:
-                value = source.get(leaf.key) if source is not None else td._get_str(leaf.key, None)
-            else:
-                value = _get_nested(td, leaf.key)
+            try:
+                if leaf.is_str:
+                    value = (
+                        source.get(leaf.key) if source is not None else td._get_str(leaf.key, None)
+                    )
+                else:
+                    value = _get_nested(td, leaf.key)
+            except RuntimeError:
+                # agents of a lazily stacked group with actions of different shapes (a
+                # heterogeneous Stacked spec): no single tensor to check; the env reads each
+                if leaf.dynamic and _is_stacked_spec(leaf.spec):
+                    continue
+                raise
             if value is None:
                 raise EnvKeyError(
                     f"{type(env).__name__}.step: the action entry {_fmt_key(leaf.key)} is missing "
@@ -204,11 +215,16 @@ class _StepPlan:
                 else:
                     value = _get_nested(data, leaf.key)
                 if value is None:
-                    raise EnvKeyError(
-                        f"{type(env).__name__}._step did not return the reward entry "
-                        f"{_fmt_key(leaf.key)} (spec shape {tuple(leaf.shape)}); "
-                        f"got keys {_td_keys(data)}."
-                    )
+                    # TorchRL accepts a _step without reward; a zero of the spec keeps every
+                    # step (and every batched row) with the entries the specs announce
+                    if leaf.dynamic:
+                        raise EnvKeyError(
+                            f"{type(env).__name__}._step did not return the reward entry "
+                            f"{_fmt_key(leaf.key)}, whose spec shape {tuple(leaf.shape)} is "
+                            f"dynamic (no default can be made); got keys {_td_keys(data)}."
+                        )
+                    data.set(leaf.key, leaf.spec.zero(leading) if leading else leaf.spec.zero())
+                    continue
                 if leaf.dynamic:
                     continue
                 expected = leaf.shape if not leading else torch.Size((*leading, *leaf.shape))
@@ -227,6 +243,11 @@ class _StepPlan:
                 continue
             _complete_group(env, node, group, leading)
         return data
+
+
+def _is_stacked_spec(spec: Any) -> bool:
+    """Whether ``spec`` is a lazy stack of specs (TorchRL's heterogeneous ``Stacked``)."""
+    return type(spec).__name__.startswith("Stacked")
 
 
 def _complete_group(env, node: TensorDictBase, group: _DoneGroup, leading: torch.Size) -> None:

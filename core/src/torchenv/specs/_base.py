@@ -19,6 +19,7 @@ import torch
 
 from torchenv.specs._errors import (
     SpecEncodeError,
+    SpecIndexTypeError,
     SpecShapeError,
     SpecTypeError,
     SpecValueError,
@@ -60,7 +61,7 @@ def _normalize_index(idx: Any, ndim: int) -> tuple:
         idx = (idx,)
     for i in idx:
         if not isinstance(i, _INDEX_TYPES):
-            raise TypeError(
+            raise SpecIndexTypeError(
                 f"invalid index {i!r} of type {type(i).__name__} for a spec: use ints, slices, "
                 "None, Ellipsis, or integer/bool tensors, arrays or lists"
             )
@@ -311,6 +312,12 @@ class TensorSpec:
     def _memo_children(self) -> tuple[TensorSpec, ...]:
         return ()
 
+    def _checked(self, val: Any, safe: bool | None) -> Any:
+        """``val``, after :meth:`assert_is_in` when ``safe`` (the identity conversions)."""
+        if safe:
+            self.assert_is_in(val)
+        return val
+
     def to_numpy(self, val: torch.Tensor, safe: bool | None = None) -> np.ndarray:
         """Converts ``val`` to a numpy array (checking it belongs to the spec when ``safe``)."""
         if safe:
@@ -550,6 +557,50 @@ class TensorSpec:
         return self._reshaped(new_shape, fn)
 
     view = reshape
+
+    def flatten(self, start_dim: int, end_dim: int) -> TensorSpec:
+        """The spec reshaped as :func:`torch.flatten` reshapes a tensor of its shape.
+
+        >>> from torchenv.specs import Unbounded
+        >>> Unbounded((2, 3, 4)).flatten(0, 1).shape
+        torch.Size([6, 4])
+        """
+        return self.reshape(
+            torch.empty(self._sshape, device="meta").flatten(start_dim, end_dim).shape
+        )
+
+    def unflatten(self, dim: int, sizes: Sequence[int]) -> TensorSpec:
+        """The spec reshaped as :func:`torch.unflatten` reshapes a tensor of its shape.
+
+        >>> from torchenv.specs import Unbounded
+        >>> Unbounded((6, 4)).unflatten(0, (2, 3)).shape
+        torch.Size([2, 3, 4])
+        """
+        return self.reshape(torch.empty(self._sshape, device="meta").unflatten(dim, sizes).shape)
+
+    def make_neg_dim(self, dim: int) -> None:
+        """Marks ``dim`` as dynamic (``-1``), in place.
+
+        Raises:
+            ValueError: ``dim`` is out of range.
+
+        >>> from torchenv.specs import Unbounded
+        >>> spec = Unbounded((2, 3))
+        >>> spec.make_neg_dim(-1)
+        >>> spec.shape
+        torch.Size([2, -1])
+        """
+        if dim < 0:
+            dim = self.ndim + dim
+        if dim < 0 or dim > self.ndim - 1:
+            raise ValueError(f"dim={dim} is out of bound for ndim={self.ndim}")
+        self.shape = torch.Size([-1 if i == dim else s for i, s in enumerate(self.shape)])
+
+    def erase_memoize_cache(self) -> None:
+        """TorchRL's reset of the encode cache: nothing is cached here (see
+        :meth:`memoize_encode`), so it only reaches the nested specs."""
+        for sub in self._memo_children():
+            sub.erase_memoize_cache()
 
     # ------------------------------------------------------------------ torch functions
     @classmethod

@@ -41,9 +41,7 @@ class Composite(CompositeNames, CompositeDataOps, CompositeShapeOps, TensorSpec)
         device: the device of all entries (default ``None``: entries keep their own).
         data_cls: accepted for TorchRL compatibility (the class ``rand``/``zero`` would build).
         step_mdp_static: accepted for TorchRL compatibility.
-        names: optional names of the batch dims (one per dim, ``None`` for an unnamed one); they
-            follow indexing, squeeze/unsqueeze/expand/unbind/stack and land on ``rand``/``zero``
-            TensorDicts, as in TorchRL (see :mod:`torchenv.specs._composite_names`).
+        names: optional names of the batch dims (stored, for TorchRL compatibility).
         **kwargs: more ``key=spec`` entries.
 
     >>> from torchenv.specs import Bounded, Unbounded
@@ -80,7 +78,7 @@ class Composite(CompositeNames, CompositeDataOps, CompositeShapeOps, TensorSpec)
         self._locked = False
         self.data_cls = data_cls
         self.step_mdp_static = step_mdp_static
-        self._td_dim_names: list[str | None] | None = None
+        self._names = None
         if len(args) > 1:
             raise TypeError(
                 f"Composite takes at most one mapping of specs, got {len(args)} positional arguments."

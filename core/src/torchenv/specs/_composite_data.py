@@ -31,8 +31,9 @@ class CompositeDataOps:
         out = TensorDict._new_unsafe(
             data, batch_size=torch.Size(bshape + self._sshape), device=self._device, nested=False
         )
-        if self._td_dim_names is not None:
-            out.names = [None] * len(bshape) + self._td_dim_names
+        names = self._names
+        if names is not None:  # the data's dims carry the spec's names (extra leading: unnamed)
+            out.names = [*([None] * len(bshape)), *names]
         return out
 
     def rand(self, shape: Sequence[int] | None = None) -> TensorDictBase:
@@ -159,6 +160,26 @@ class CompositeDataOps:
             for key, spec in self._specs.items()
             if spec is not None
         }
+
+    def zeros_update(self, val: TensorDictBase) -> TensorDictBase:
+        """Writes a zero value of every entry into ``val`` (in place; returns it)."""
+        return val.update(self.zero())
+
+    def ones_update(self, val: TensorDictBase) -> TensorDictBase:
+        """Writes a one value of every entry into ``val`` (in place; returns it)."""
+        return val.update(self.one())
+
+    def rand_update(self, val: TensorDictBase) -> TensorDictBase:
+        """Writes a random value of every entry into ``val`` (in place; returns it).
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> from torchenv.specs import Composite, Unbounded
+        >>> data = Composite(a=Unbounded(2)).rand_update(TensorDict(b=torch.ones(1)))
+        >>> sorted(data.keys())
+        ['a', 'b']
+        """
+        return val.update(self.rand())
 
     def zero_like(self) -> TensorDictBase:
         return self.zero()

@@ -12,6 +12,7 @@ import torch
 from tensordict import TensorDictBase
 
 from torchenv.specs._base import _index_shape, _normalize_index
+from torchenv.specs._composite_names import index_names
 from torchenv.specs._errors import SpecShapeError
 from torchenv.specs._utils import normalize_dim
 
@@ -38,17 +39,14 @@ class CompositeShapeOps:
             return spec.expand(*prefix, *new_shape[len(prefix) :], *spec.shape[nd:])
 
         out = self._map(fn, shape=new_shape)
-        if self._td_dim_names is not None:
-            out._td_dim_names = [None] * len(prefix) + self._td_dim_names
-        return out
+        names = self._names
+        return self._with_names(out, None if names is None else [None] * len(prefix) + names)
 
     def _index(self, idx: Any) -> Composite:
         idx = _normalize_index(idx, self._ndim)
         new_shape = _index_shape(self.shape, idx)
         out = self._map(lambda s: s[idx], shape=new_shape)
-        if self._td_dim_names is not None:
-            out._td_dim_names = self._names_after_index(idx, len(new_shape))
-        return out
+        return self._with_names(out, index_names(self._names, idx, len(new_shape)))
 
     def squeeze(self, dim: int | None = None) -> Composite:
         """Removes batch dims of size 1 (all of them, or ``dim``) from the Composite and its entries."""
@@ -63,18 +61,16 @@ class CompositeShapeOps:
             return self
         new_shape = torch.Size([s for i, s in enumerate(self.shape) if i != d])
         out = self._map(lambda s: s.squeeze(d), shape=new_shape)
-        if self._td_dim_names is not None:
-            out._td_dim_names = self._names_without(d)
-        return out
+        names = self._names
+        return self._with_names(out, None if names is None else names[:d] + names[d + 1 :])
 
     def unsqueeze(self, dim: int) -> Composite:
         """Inserts a batch dim of size 1 at ``dim`` in the Composite and its entries."""
         d = normalize_dim(dim, self._ndim + 1)
         new_shape = torch.Size([*self.shape[:d], 1, *self.shape[d:]])
         out = self._map(lambda s: s.unsqueeze(d), shape=new_shape)
-        if self._td_dim_names is not None:
-            out._td_dim_names = [*self._td_dim_names[:d], None, *self._td_dim_names[d:]]
-        return out
+        names = self._names
+        return self._with_names(out, None if names is None else [*names[:d], None, *names[d:]])
 
     def unbind(self, dim: int = 0) -> tuple[Composite, ...]:
         """Splits the Composite along batch dim ``dim``."""
@@ -91,10 +87,33 @@ class CompositeShapeOps:
         new_shape = torch.Size(torch.empty(self._sshape, device="meta").reshape(shape).shape)
         nd = self._ndim
         out = self._map(lambda s: s.reshape(*new_shape, *s.shape[nd:]), shape=new_shape)
-        out._td_dim_names = None  # TorchRL drops the names on reshape/view
-        return out
+        return self._with_names(out, None)  # a reshape forgets the names (as TorchRL's)
 
     view = reshape
+
+    def make_neg_dim(self, dim: int) -> None:
+        """Marks batch dim ``dim`` as dynamic (``-1``) here and in every entry, in place.
+
+        TorchRL's raises a ``ValueError`` for any Composite with entries (it changes the
+        Composite's shape alone, which then mismatches them).
+
+        Raises:
+            ValueError: ``dim`` is out of range.
+
+        >>> from torchenv.specs import Composite, Unbounded
+        >>> spec = Composite(a=Unbounded((2, 3)), shape=(2,))
+        >>> spec.make_neg_dim(0)
+        >>> spec.shape, spec["a"].shape
+        (torch.Size([-1]), torch.Size([-1, 3]))
+        """
+        if dim < 0:
+            dim = self.ndim + dim
+        if dim < 0 or dim > self.ndim - 1:
+            raise ValueError(f"dim={dim} is out of bound for ndim={self.ndim}")
+        for spec in self._specs.values():
+            if spec is not None:
+                spec.make_neg_dim(dim)
+        self.shape = torch.Size([-1 if i == dim else s for i, s in enumerate(self.shape)])
 
     def index(self, index: Any, tensor_to_index: TensorDictBase) -> TensorDictBase:
         """Applies every entry's :meth:`TensorSpec.index` to the matching entry of ``tensor_to_index``."""

@@ -201,6 +201,14 @@ class Categorical(TensorSpec):
             values = values[self.mask]
         return values.view(-1, *([1] * self._ndim)).expand(-1, *self._sshape).to(self.dtype)
 
+    def to_categorical(self, val: torch.Tensor, safe: bool | None = None) -> torch.Tensor:
+        """``val`` unchanged: it is already categorical (checked when ``safe``)."""
+        return self._checked(val, safe)
+
+    def to_categorical_spec(self) -> Categorical:
+        """This spec: it is already categorical."""
+        return self
+
     def to_one_hot(self, val: torch.Tensor, safe: bool | None = None) -> torch.Tensor:
         """Encodes category indices as one-hot vectors (long)."""
         if safe:
@@ -375,6 +383,14 @@ class OneHot(TensorSpec):
             -2, idx.unsqueeze(-1).unsqueeze(-1).expand(*idx.shape, 1, shape[-1])
         )
         return gathered.squeeze(-2)
+
+    def to_one_hot(self, val: torch.Tensor, safe: bool | None = None) -> torch.Tensor:
+        """``val`` unchanged: it is already one-hot (checked when ``safe``)."""
+        return self._checked(val, safe)
+
+    def to_one_hot_spec(self) -> OneHot:
+        """This spec: it is already one-hot."""
+        return self
 
     def to_categorical(self, val: torch.Tensor, safe: bool | None = None) -> torch.Tensor:
         """Converts one-hot values to category indices."""

@@ -30,6 +30,14 @@ class SpecIndexError(SpecError, IndexError, ValueError):
     """
 
 
+class SpecIndexTypeError(SpecError, TypeError, IndexError):
+    """A spec was indexed with something that is not an index (a float, a string...).
+
+    Subclasses ``TypeError`` (what tensors and most TorchRL specs raise) and ``IndexError``
+    (what TorchRL's ``MultiCategorical`` raises).
+    """
+
+
 class SpecEncodeError(SpecShapeError, RuntimeError):
     """``encode`` was given a value whose shape does not fit the spec.
 

@@ -255,6 +255,14 @@ class MultiCategorical(TensorSpec):
         )
         return torch.stack([g.reshape(-1) for g in grids], -1)
 
+    def to_categorical(self, val: torch.Tensor, safe: bool | None = None) -> torch.Tensor:
+        """``val`` unchanged: it is already categorical (checked when ``safe``)."""
+        return self._checked(val, safe)
+
+    def to_categorical_spec(self) -> MultiCategorical:
+        """This spec: it is already categorical."""
+        return self
+
     def to_one_hot(self, val: torch.Tensor, safe: bool | None = None) -> torch.Tensor:
         """Concatenated one-hot encoding of the indices (bool)."""
         if safe:
@@ -373,6 +381,14 @@ class MultiOneHot(TensorSpec):
         idx = torch.stack([p.argmax(-1) for p in score.split(self.nvec, -1)], -1)
         out = torch.zeros(score.shape, dtype=self.dtype, device=score.device)
         return out.scatter_(-1, idx + self._starts, 1)
+
+    def to_one_hot(self, val: torch.Tensor, safe: bool | None = None) -> torch.Tensor:
+        """``val`` unchanged: it is already one-hot (checked when ``safe``)."""
+        return self._checked(val, safe)
+
+    def to_one_hot_spec(self) -> MultiOneHot:
+        """This spec: it is already one-hot."""
+        return self
 
     def to_categorical(self, val: torch.Tensor, safe: bool | None = None) -> torch.Tensor:
         """The index of the active category of each variable (last dim: one per variable)."""

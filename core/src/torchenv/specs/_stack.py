@@ -105,9 +105,11 @@ def _stack_composites(specs: Sequence[Any], dim: int) -> Any:
     shape.insert(d, len(specs))
     out = Composite(shape=shape, device=_common_device(specs), data_cls=first.data_cls)
     out._specs.update(entries)
-    if first._td_dim_names is not None and all(s == first for s in specs[1:]):
-        # TorchRL stacks equal Composites as ``first.unsqueeze(d).expand(...)``: names follow
-        out._td_dim_names = [*first._td_dim_names[:d], None, *first._td_dim_names[d:]]
+    names = first._names
+    if names is not None and all(spec == first for spec in specs[1:]):
+        # TorchRL stacks equal Composites (names aside) as first.unsqueeze(d).expand(...): the
+        # first one's names, the new dim unnamed; other stacks are unnamed
+        out._set_names([*names[:d], None, *names[d:]])
     return out
 
 

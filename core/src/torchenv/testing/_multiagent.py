@@ -236,7 +236,8 @@ class MultiAgentConformanceTests(EnvConformanceTests):
                 assert tuple(spec.shape[: len(batch) + 1]) == (*batch, n), (
                     f"{mask_key!r} has shape {tuple(spec.shape)}; it should start with {(*batch, n)}"
                 )
-                if hasattr(action, "to_one_hot_spec") and not hasattr(action, "to_categorical"):
+                # the one-hot width: a categorical spec's one-hot twin, a one-hot spec itself
+                if hasattr(action, "to_one_hot_spec"):
                     width = action.to_one_hot_spec().shape[-1]
                 else:
                     width = action.shape[-1]

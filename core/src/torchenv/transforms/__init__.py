@@ -78,6 +78,7 @@ from torchenv.transforms._transformed_env import AutoResetEnv, TransformedEnv
 
 # TorchRL's private helper for custom transforms, importable where TorchRL code looks for it.
 from torchenv.transforms._utils import _apply_to_composite as _apply_to_composite
+from torchenv.transforms._vecnorm_v2 import VecNormV2
 
 __all__ = [
     "auto_unwrap_transformed_env",
@@ -144,5 +145,6 @@ __all__ = [
     "UnaryTransform",
     "UnsqueezeTransform",
     "VecNorm",
+    "VecNormV2",
     "gSDENoise",
 ]

@@ -36,6 +36,28 @@ __all__ = ["Transform", "ObservationTransform"]
 #: the parts of ``output_spec`` / ``input_spec`` most transforms map
 _OBS_AND_REWARD = ("full_observation_spec", "full_reward_spec")
 _ACTION_AND_STATE = ("full_action_spec", "full_state_spec")
+_OUTPUT_PARTS = ("full_observation_spec", "full_reward_spec", "full_done_spec")
+_INPUT_PARTS = ("full_action_spec", "full_state_spec")
+
+
+def _marking_spec_build(method: Callable) -> Callable:
+    """Wraps a transform's ``transform_output_spec`` / ``transform_input_spec`` so that, while
+    it runs, the per-part methods it may call (through ``super()``) are the identity."""
+
+    def wrapper(self: Transform, spec: Any) -> Any:
+        d = self.__dict__
+        previous = d.get("_building_specs", False)
+        d["_building_specs"] = True
+        try:
+            return method(self, spec)
+        finally:
+            d["_building_specs"] = previous
+
+    wrapper._marks_spec_build = True  # type: ignore[attr-defined]
+    wrapper.__name__ = method.__name__
+    wrapper.__qualname__ = method.__qualname__
+    wrapper.__doc__ = method.__doc__
+    return wrapper
 
 
 def _normalize_keys(keys: NestedKey | Sequence[NestedKey] | None) -> list[NestedKey] | None:
@@ -322,20 +344,67 @@ class Transform(nn.Module):
         input_spec["full_action_spec"] = self.transform_action_spec(input_spec["full_action_spec"])
         return input_spec
 
+    # The per-part methods below are what a transform used standalone is asked, TorchRL's way
+    # (``t.transform_observation_spec(spec)``, with a Composite or a bare leaf spec). Transforms
+    # that only override ``transform_output_spec`` / ``transform_input_spec`` answer them
+    # through that method (see :meth:`_through_container_spec`); inside those methods (an env
+    # building its specs) they are the identity, as before.
     def transform_observation_spec(self, observation_spec: TensorSpec) -> TensorSpec:
-        return observation_spec
+        return self._through_container_spec(observation_spec, "full_observation_spec")
 
     def transform_reward_spec(self, reward_spec: TensorSpec) -> TensorSpec:
-        return reward_spec
+        return self._through_container_spec(reward_spec, "full_reward_spec")
 
     def transform_done_spec(self, done_spec: TensorSpec) -> TensorSpec:
-        return done_spec
+        return self._through_container_spec(done_spec, "full_done_spec")
 
     def transform_action_spec(self, action_spec: TensorSpec) -> TensorSpec:
-        return action_spec
+        return self._through_container_spec(action_spec, "full_action_spec")
 
     def transform_state_spec(self, state_spec: TensorSpec) -> TensorSpec:
-        return state_spec
+        return self._through_container_spec(state_spec, "full_state_spec")
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for name in ("transform_output_spec", "transform_input_spec"):
+            method = cls.__dict__.get(name)
+            if method is not None and not getattr(method, "_marks_spec_build", False):
+                setattr(cls, name, _marking_spec_build(method))
+
+    def _through_container_spec(self, spec: TensorSpec, part: str) -> TensorSpec:
+        """``spec`` (one part of an output or input spec) mapped by this transform's own
+        ``transform_output_spec`` / ``transform_input_spec``: it is put in a container holding
+        that part alone, and read back. A leaf spec stands for the first in-key's entry.
+        Identity when the transform overrides neither, or while one of them runs."""
+        output = part in _OUTPUT_PARTS
+        method = "transform_output_spec" if output else "transform_input_spec"
+        if getattr(type(self), method) is getattr(Transform, method) or self.__dict__.get(
+            "_building_specs"
+        ):
+            return spec
+        from torchenv.specs import Composite
+
+        leaf_keys = None
+        if not isinstance(spec, Composite):
+            pairs = self._key_pairs if output else self._key_pairs_inv
+            if not pairs:
+                return spec
+            leaf_keys = pairs[0]
+            inner = Composite(shape=())
+            inner[leaf_keys[0]] = spec
+        else:
+            inner = spec
+        parts = _OUTPUT_PARTS if output else _INPUT_PARTS
+        container = Composite(
+            {name: inner if name == part else Composite(shape=inner.shape) for name in parts},
+            shape=inner.shape,
+        )
+        result = getattr(self, method)(container)[part]
+        if leaf_keys is None:
+            return result
+        in_key, out_key = leaf_keys
+        keys = set(result.keys(True, True))
+        return result[out_key if out_key in keys else in_key]
 
     def transform_env_device(self, device: torch.device | None) -> torch.device | None:
         """Maps the base env's device to the transformed env's device."""
@@ -349,7 +418,15 @@ class Transform(nn.Module):
     def _map_specs(
         self, spec: Composite, fn: Callable[[TensorSpec], TensorSpec], pairs=None
     ) -> Composite:
-        """Writes ``fn(spec[in_key])`` at ``out_key`` for every forward key pair present."""
+        """Writes ``fn(spec[in_key])`` at ``out_key`` for every forward key pair present.
+
+        A leaf spec (a transform used standalone, as TorchRL allows: ``t.transform_observation_spec(
+        Unbounded(3))``) is taken as the spec of the entry and mapped directly.
+        """
+        from torchenv.specs import Composite
+
+        if not isinstance(spec, Composite):
+            return fn(spec.clone())
         keys = set(spec.keys(True, True))
         for in_key, out_key in self._key_pairs if pairs is None else pairs:
             if in_key in keys:
@@ -469,9 +546,13 @@ class Transform(nn.Module):
         d["_parent"] = None
 
     def _env_reset_keys(self) -> list[NestedKey]:
-        """The parent env's reset keys (``["_reset"]`` outside of an env)."""
+        """The parent env's effective reset keys (``["_reset"]`` outside of an env): a reset
+        key nested under another one's level is left out, as TorchRL's transforms do."""
         parent = self.parent
-        return list(parent.reset_keys) if parent is not None else ["_reset"]
+        if parent is None:
+            return ["_reset"]
+        filtered = getattr(parent, "_filtered_reset_keys", None)
+        return list(parent.reset_keys if filtered is None else filtered)
 
     def _reset_levels(self, *names: str) -> tuple[tuple[NestedKey, ...], ...]:
         """Per reset key of the parent env: ``(reset_key, *names at that key's level)``.

@@ -10,6 +10,7 @@ from tensordict.utils import NestedKey
 
 from torchenv.specs import Bounded, TensorSpec, Unbounded
 from torchenv.transforms._base import ObservationTransform, Transform
+from torchenv.transforms._frames_offline import unfold_frames
 from torchenv.transforms._utils import flat_name, mask_like
 
 __all__ = ["CatFrames", "FrameSkipTransform", "NoopResetEnv", "TimeMaxPool"]
@@ -88,11 +89,10 @@ class CatFrames(_FrameBuffer):
         padding_value: the value used with ``padding="constant"``.
         reset_key: the reset entry. Defaults to the env's only reset key.
         done_key: the done entry marking trajectory ends in :meth:`forward`.
-        future: offline only: each step gathers the ``N`` upcoming frames ``t .. t + N - 1``
-            (padded past the trajectory's end with its last frame, or ``padding_value``).
-            In an env it raises a ``RuntimeError``, as in TorchRL.
-        mask_key: offline only: where :meth:`forward` writes a bool mask ``[..., T, N]``, ``True``
-            for the slots filled by padding.
+        future: stack each step with the ``N - 1`` steps after it, ``[t, ..., t + N - 1]``
+            (offline only: an env step raises ``RuntimeError``).
+        mask_key: where :meth:`forward` writes, per window, ``True`` at the padded slots
+            (shape ``[*batch, time, N]``).
 
     Examples:
         >>> from torchenv.envs import PendulumEnv
@@ -149,13 +149,27 @@ class CatFrames(_FrameBuffer):
     def _check_online(self) -> None:
         if self.future:
             raise RuntimeError(
-                "CatFrames(future=True) needs whole trajectories: it runs offline only "
-                "(forward on sampled data), not in an env"
+                "CatFrames(future=True) needs whole trajectories: use it offline (forward on "
+                "stored data), not in an env."
             )
         if self.mask_key is not None:
             raise RuntimeError(
-                "CatFrames(mask_key=...) runs offline only (forward on sampled data), not in an env"
+                "CatFrames(mask_key=...) runs offline only (forward on stored data), not in an env."
             )
+
+    def _reset(
+        self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase
+    ) -> TensorDictBase:
+        if self.as_inverse and self.parent is not None:
+            raise RuntimeError(
+                "CatFrames(as_inverse=True) runs on the inverse path of replay buffers, not in an env"
+            )
+        return super()._reset(tensordict, tensordict_reset)
+
+    def transform_observation_spec(self, observation_spec: TensorSpec) -> TensorSpec:
+        if self.future:
+            self._check_online()
+        return super().transform_observation_spec(observation_spec)
 
     def _call(self, next_tensordict: TensorDictBase) -> TensorDictBase:
         if self.future or self.mask_key is not None:
@@ -204,133 +218,21 @@ class CatFrames(_FrameBuffer):
         buffer.narrow(self.dim, size - d, d).copy_(data)
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
-        """Stacks frames within each trajectory of a ``[..., T]`` TensorDict.
-
-        The time dim is the one named ``"time"``, else the last one. Trajectories end where
-        ``("next", done_key)`` is set; that entry is required (``KeyError``), except with
-        ``future=True`` where its absence makes each row one trajectory. With ``as_inverse=True``
-        the data pass unchanged.
-        """
+        """Stacks frames within each trajectory of stored data (see
+        :mod:`torchenv.transforms._frames_offline`); unchanged with ``as_inverse=True``."""
         if self.as_inverse:
             return tensordict
-        return self.unfolding(tensordict)
+        return unfold_frames(self, tensordict)
+
+    unfolding = forward
+
+    @property
+    def _has_inverse(self) -> bool:
+        return self.as_inverse
 
     def _inv_call(self, tensordict: TensorDictBase) -> TensorDictBase:
-        # as_inverse=True: the frames are stacked on the inverse path (e.g. of a replay buffer)
-        return self.unfolding(tensordict) if self.as_inverse else tensordict
-
-    def _reset(
-        self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase
-    ) -> TensorDictBase:
-        if self.as_inverse and self.parent is not None:
-            raise RuntimeError(
-                "CatFrames(as_inverse=True) runs on the inverse path of replay buffers, not in an env"
-            )
-        return super()._reset(tensordict, tensordict_reset)
-
-    def unfolding(self, tensordict: TensorDictBase) -> TensorDictBase:
-        """Stacks frames within each trajectory of ``tensordict`` (what :meth:`forward` does)."""
-        if tensordict.ndim == 0:
-            raise ValueError(
-                "CatFrames.forward needs a TensorDict with a time dim (batch dims [..., T])"
-            )
-        names = tensordict.names if tensordict._has_names() else []
-        time_dim = names.index("time") if "time" in names else tensordict.ndim - 1
-        if time_dim != tensordict.ndim - 1:
-            moved = tensordict.transpose(time_dim, tensordict.ndim - 1)
-            self._unfold(moved)
-            written = [k for _, k in self._key_pairs if k in moved.keys(True)]
-            if self.mask_key is not None:
-                written.append(self.mask_key)
-            back = moved.select(*written).transpose(time_dim, tensordict.ndim - 1)
-            for key in written:
-                tensordict.set(key, back.get(key))
-            return tensordict
-        self._unfold(tensordict)
-        return tensordict
-
-    def _unfold(self, tensordict: TensorDictBase) -> None:
-        time_dim = tensordict.ndim - 1
-        T = tensordict.shape[time_dim]
-        done = tensordict.get(("next", self.done_key), None)
-        if done is None and not self.future:
-            raise KeyError(
-                f"CatFrames.forward needs the {('next', self.done_key)} entry to delimit "
-                "trajectories (or future=True, which reads each row as one trajectory)"
-            )
-        steps = torch.arange(T, device=tensordict.device)
-        if done is None:
-            done = torch.zeros(tensordict.shape, dtype=torch.bool, device=steps.device)
-        done = done.reshape(tensordict.shape).bool()
-        if self.future:
-            # a step's window ends at its trajectory's last step
-            is_end = done.clone()
-            is_end[..., -1] = True
-            big = torch.full_like(steps, T)
-            ends = torch.where(is_end, steps, big).flip(-1).cummin(-1).values.flip(-1)
-            offsets = range(self.N)
-        else:
-            is_start = torch.zeros_like(done)
-            is_start[..., 1:] = done[..., :-1]
-            is_start[..., 0] = True
-            starts = torch.where(is_start, steps, torch.zeros_like(steps)).cummax(-1).values
-            offsets = range(-(self.N - 1), 1)
-        pads = []
-        idxs = []
-        for k in offsets:
-            idx = steps + k
-            if self.future:
-                pads.append(idx > ends)
-                idxs.append(torch.minimum(idx, ends))
-            else:
-                pads.append(idx < starts)
-                idxs.append(torch.maximum(idx, starts))
-        if self.mask_key is not None:
-            tensordict.set(self.mask_key, torch.stack(pads, -1))
-        raw = {}
-        for in_key, _ in self._key_pairs:
-            data = self._require(tensordict, in_key)
-            if data is not None:
-                raw[in_key] = data
-        for in_key, out_key in self._key_pairs:
-            data = raw.get(in_key)
-            if data is None:
-                continue
-            root = self._root_of_next(in_key, raw)
-            if root is None:
-                frames = [self._gather(data, time_dim, i, p) for i, p in zip(idxs, pads)]
-            else:
-                # ("next", key) next to key: the window of step t is key's window at t shifted
-                # by one frame, then ("next", key)[t] (what the env itself produces)
-                if self.future:
-                    raise NotImplementedError(
-                        f"CatFrames(future=True) cannot stack {in_key!r} together with its root "
-                        "entry: stack them in two passes"
-                    )
-                frames = [self._gather(root, time_dim, i, p) for i, p in zip(idxs[1:], pads[1:])]
-                frames.append(data)
-            tensordict.set(out_key, torch.cat(frames, self.dim))
-
-    @staticmethod
-    def _root_of_next(in_key: NestedKey, raw: dict) -> torch.Tensor | None:
-        if not isinstance(in_key, tuple) or len(in_key) < 2 or in_key[0] != "next":
-            return None
-        root_key = in_key[1] if len(in_key) == 2 else in_key[1:]
-        return raw.get(root_key)
-
-    def _gather(
-        self, data: torch.Tensor, time_dim: int, idx: torch.Tensor, pad: torch.Tensor
-    ) -> torch.Tensor:
-        gather_idx = idx.reshape(*idx.shape, *([1] * (data.ndim - idx.ndim)))
-        frame = data.gather(time_dim, gather_idx.expand_as(data))
-        if self.padding == "constant":
-            frame = torch.where(mask_like(pad, frame), self.padding_value, frame)
-        return frame
-
-    def transform_observation_spec(self, observation_spec: TensorSpec) -> TensorSpec:
-        if self.future:
-            self._check_online()
-        return super().transform_observation_spec(observation_spec)
+        """With ``as_inverse=True``, the stacking of :meth:`forward`, on the inverse path."""
+        return unfold_frames(self, tensordict) if self.as_inverse else tensordict
 
     def _transform_leaf_spec(self, spec: TensorSpec) -> TensorSpec:
         shape = list(spec.shape)

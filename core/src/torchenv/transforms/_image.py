@@ -40,6 +40,12 @@ def _map_spec(
     return Unbounded(shape=shape, dtype=dtype, device=spec.device)
 
 
+class _ImageShapeError(ValueError, TypeError, RuntimeError):
+    """Data that is not an image of the expected layout. A ``ValueError``, and also the types
+    TorchRL's image transforms raise there (torchvision's ``TypeError`` in ``GrayScale``, the
+    ``RuntimeError`` of ``permute`` in ``ToTensorImage``), so that either ``except`` catches it."""
+
+
 class _ShapeTransform(ObservationTransform):
     """A transform whose op works on tensors and specs alike (through :func:`_map_spec`)."""
 
@@ -109,7 +115,7 @@ class ToTensorImage(ObservationTransform):
 
     def _apply_transform(self, obs: torch.Tensor) -> torch.Tensor:
         if obs.ndim < 3:
-            raise ValueError(
+            raise _ImageShapeError(
                 f"ToTensorImage: expected images [..., H, W, C], got shape {tuple(obs.shape)}"
             )
         if not self.shape_tolerant or obs.shape[-1] == 3:
@@ -159,7 +165,9 @@ class Resize(_ShapeTransform):
 
     def _op(self, x: torch.Tensor) -> torch.Tensor:
         if x.ndim < 3:
-            raise ValueError(f"Resize: expected images [..., C, H, W], got shape {tuple(x.shape)}")
+            raise _ImageShapeError(
+                f"Resize: expected images [..., C, H, W], got shape {tuple(x.shape)}"
+            )
         lead = x.shape[:-3]
         flat = x.reshape(-1, *x.shape[-3:])
         dtype = flat.dtype
@@ -293,7 +301,7 @@ class GrayScale(_ShapeTransform):
 
     def _op(self, x: torch.Tensor) -> torch.Tensor:
         if x.ndim < 3 or x.shape[-3] != 3:
-            raise ValueError(
+            raise _ImageShapeError(
                 f"GrayScale: expected [..., 3, H, W] images, got shape {tuple(x.shape)}"
             )
         r, g, b = x.unbind(-3)

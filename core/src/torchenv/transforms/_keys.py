@@ -220,10 +220,10 @@ class SelectTransform(Transform):
         return self._call(tensordict_reset)
 
     def transform_output_spec(self, output_spec: Composite) -> Composite:
+        # An observation that is also a state stays in the data (the next step may read it) but
+        # leaves the observation spec, as in TorchRL: it is then a state only, carried from the
+        # input by step_mdp rather than taken from "next".
         selected = set(self.selected_keys)
-        parent = self.parent
-        if parent is not None:
-            selected |= set(parent.full_state_spec.keys(True, True))
         parts = ["full_observation_spec"]
         if not self.keep_rewards:
             parts.append("full_reward_spec")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 from tensordict import TensorDictBase
@@ -183,7 +185,29 @@ class ObservationNorm(ObservationTransform):
         return f"ObservationNorm({stats}, keys={self.in_keys})"
 
 
-class VecNorm(Transform):
+class _VecNormMeta(type):
+    """Routes ``VecNorm(..., new_api=True)`` to :class:`VecNormV2` (TorchRL's switch).
+
+    ``new_api=None`` (not given) warns, as TorchRL 0.14.1 does, and builds this class.
+    """
+
+    def __call__(cls, *args: Any, new_api: bool | None = None, **kwargs: Any) -> Any:
+        if new_api is None:
+            warnings.warn(
+                "VecNorm: new_api was not given; this builds the old-API VecNorm. TorchRL plans "
+                "to make VecNormV2 the default VecNorm: pass new_api=True (or use VecNormV2) for "
+                "it, or new_api=False to keep this class.",
+                category=FutureWarning,
+                stacklevel=2,
+            )
+        elif new_api:
+            from torchenv.transforms._vecnorm_v2 import VecNormV2
+
+            return VecNormV2(*args, **kwargs)
+        return super().__call__(*args, **kwargs)
+
+
+class VecNorm(Transform, metaclass=_VecNormMeta):
     """Normalises entries with running (exponentially decayed) mean and standard deviation.
 
     Statistics are updated at every step and reset unless the transform is frozen
@@ -195,11 +219,15 @@ class VecNorm(Transform):
         out_keys: where to write them. Defaults to ``in_keys``.
         decay: the decay of the running sums (1.0: plain averages).
         eps: lower bound of the standard deviation.
+        new_api: ``True`` returns a :class:`VecNormV2` built with the other arguments (then
+            ``in_keys`` is required, and ``stateful``, ``lock``, ``shared_data`` and
+            ``reduce_batch_dims`` are accepted); ``False`` this class; ``None`` (not given) this
+            class, with a ``FutureWarning`` (TorchRL 0.14.1's behaviour).
 
     Examples:
         >>> import torch
         >>> from tensordict import TensorDict
-        >>> t = VecNorm(in_keys=["obs"], decay=1.0)
+        >>> t = VecNorm(in_keys=["obs"], decay=1.0, new_api=False)
         >>> _ = t(TensorDict(obs=torch.tensor([[1.0], [3.0]]), batch_size=[2]))
         >>> t.loc["obs"], t.scale["obs"]
         (tensor([2.]), tensor([1.]))
@@ -211,7 +239,9 @@ class VecNorm(Transform):
         out_keys: Sequence[NestedKey] | None = None,
         decay: float = 0.9999,
         eps: float = 1e-4,
+        new_api: bool | None = None,
     ) -> None:
+        # new_api is read (and removed) by the metaclass: it never reaches here
         super().__init__(in_keys or ["observation", "reward"], out_keys)
         if not 0 < decay <= 1:
             raise ValueError(f"VecNorm: decay must be in (0, 1], got {decay}")

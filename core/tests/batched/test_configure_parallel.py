@@ -91,3 +91,12 @@ def test_configure_parallel_refuses_what_cannot_work_and_keeps_the_old_settings(
         assert env.shared_memory is True and env._use_buffers is True
     finally:
         env.close()
+
+
+def test_workers_started_for_their_metadata_take_the_process_options_too():
+    env = ParallelEnv(2, PendulumEnv, metadata_from_workers=True, daemon=True, shutdown_timeout=1.5)
+    try:
+        assert all(proc.daemon for proc in env._pool.procs)
+        assert env._pool._state.shutdown_timeout == 1.5
+    finally:
+        env.close()

@@ -196,7 +196,17 @@ class BatchedEnvBase(EnvBase):
                     "buffers are laid out from the specs before the workers start."
                 )
             use_buffers = False
-            pool = self._start_pool(fns, kwargs, mp_start_method, num_sub_threads, memmap, timeout)
+            pool = self._start_pool(
+                fns,
+                kwargs,
+                None,
+                mp_start_method=mp_start_method,
+                num_sub_threads=num_sub_threads,
+                memmap=memmap,
+                timeout=timeout,
+                daemon=daemon,
+                shutdown_timeout=shutdown_timeout,
+            )
             try:
                 metas = pool.run(W.OP_META, range(num_workers), None, reply=True)
             except BaseException:
@@ -343,9 +353,9 @@ class BatchedEnvBase(EnvBase):
             d["_cache"].pop("batched_root_plan", None)
         return self
 
-    def _start_pool(self, fns, kwargs, mp_start_method, num_sub_threads, memmap, timeout) -> Any:
-        """Workers started before the specs are known (``metadata_from_workers=True``, which
-        only ``ParallelEnv`` supports)."""
+    def _start_pool(self, fns, kwargs, groups, *, mp_start_method, **options) -> Any:
+        """Worker processes (``ParallelEnv``; also before the specs are known, with
+        ``metadata_from_workers=True``)."""
         raise NotImplementedError  # pragma: no cover - refused above for other classes
 
     @staticmethod

@@ -103,12 +103,11 @@ class ParallelEnv(BatchedEnvBase, metaclass=_ParallelMeta):
     def _start(self) -> None:
         if self.num_threads is not None:
             torch.set_num_threads(self.num_threads)
-        method = self.mp_start_method or default_start_method()
-        self.__dict__["_pool"] = WorkerPool(
+        self.__dict__["_pool"] = self._start_pool(
             self.create_env_fn,
             self.create_env_kwargs,
             self._groups,
-            start_method=method,
+            mp_start_method=self.mp_start_method,
             num_sub_threads=self.num_sub_threads,
             memmap=self.memmap,
             timeout=self.timeout,
@@ -116,16 +115,10 @@ class ParallelEnv(BatchedEnvBase, metaclass=_ParallelMeta):
             shutdown_timeout=self.shutdown_timeout,
         )
 
-    def _start_pool(self, fns, kwargs, mp_start_method, num_sub_threads, memmap, timeout):
-        return WorkerPool(
-            fns,
-            kwargs,
-            None,
-            start_method=mp_start_method or default_start_method(),
-            num_sub_threads=num_sub_threads,
-            memmap=memmap,
-            timeout=timeout,
-        )
+    def _start_pool(self, fns, kwargs, groups, *, mp_start_method, **options) -> WorkerPool:
+        """The worker processes, with ``groups`` as their buffers (``None``: no buffers)."""
+        method = mp_start_method or default_start_method()
+        return WorkerPool(fns, kwargs, groups, start_method=method, **options)
 
     def _shutdown(self) -> None:
         pool = self.__dict__.pop("_pool", None)

@@ -49,7 +49,7 @@ def test_make_neg_dim_marks_a_dim_dynamic_in_place():
     spec = Unbounded((2, 3))
     spec.make_neg_dim(-1)
     assert spec.shape == torch.Size([2, -1])
-    with pytest.raises(ValueError, match="out of bound"):
+    with pytest.raises(ValueError, match="out of range"):
         Unbounded((2, 3)).make_neg_dim(2)
     composite = Composite(a=Unbounded((2, 3)), b=Categorical(3, (2,)), shape=(2,))
     composite.make_neg_dim(0)

@@ -582,7 +582,7 @@ class TensorSpec:
         """Marks ``dim`` as dynamic (``-1``), in place.
 
         Raises:
-            ValueError: ``dim`` is out of range.
+            SpecIndexError: ``dim`` is out of range (a ``ValueError``, as TorchRL's).
 
         >>> from torchenv.specs import Unbounded
         >>> spec = Unbounded((2, 3))
@@ -590,11 +590,8 @@ class TensorSpec:
         >>> spec.shape
         torch.Size([2, -1])
         """
-        if dim < 0:
-            dim = self.ndim + dim
-        if dim < 0 or dim > self.ndim - 1:
-            raise ValueError(f"dim={dim} is out of bound for ndim={self.ndim}")
-        self.shape = torch.Size([-1 if i == dim else s for i, s in enumerate(self.shape)])
+        d = normalize_dim(dim, self._ndim)
+        self.shape = torch.Size([-1 if i == d else s for i, s in enumerate(self.shape)])
 
     def erase_memoize_cache(self) -> None:
         """TorchRL's reset of the encode cache: nothing is cached here (see

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from tensordict import TensorDictBase
 
-from torchenv.specs._base import _index_shape, _normalize_index
+from torchenv.specs._base import TensorSpec, _index_shape, _normalize_index
 from torchenv.specs._composite_names import index_names
 from torchenv.specs._errors import SpecShapeError
 from torchenv.specs._utils import normalize_dim
@@ -98,7 +98,7 @@ class CompositeShapeOps:
         Composite's shape alone, which then mismatches them).
 
         Raises:
-            ValueError: ``dim`` is out of range.
+            SpecIndexError: ``dim`` is out of range (a ``ValueError``, as TorchRL's).
 
         >>> from torchenv.specs import Composite, Unbounded
         >>> spec = Composite(a=Unbounded((2, 3)), shape=(2,))
@@ -106,14 +106,11 @@ class CompositeShapeOps:
         >>> spec.shape, spec["a"].shape
         (torch.Size([-1]), torch.Size([-1, 3]))
         """
-        if dim < 0:
-            dim = self.ndim + dim
-        if dim < 0 or dim > self.ndim - 1:
-            raise ValueError(f"dim={dim} is out of bound for ndim={self.ndim}")
+        d = normalize_dim(dim, self._ndim)
         for spec in self._specs.values():
             if spec is not None:
-                spec.make_neg_dim(dim)
-        self.shape = torch.Size([-1 if i == dim else s for i, s in enumerate(self.shape)])
+                spec.make_neg_dim(d)  # the same dim counted from the front: entries have more
+        TensorSpec.make_neg_dim(self, d)
 
     def index(self, index: Any, tensor_to_index: TensorDictBase) -> TensorDictBase:
         """Applies every entry's :meth:`TensorSpec.index` to the matching entry of ``tensor_to_index``."""

@@ -17,7 +17,6 @@ from torchenv.specs._errors import SpecShapeError
 from torchenv.specs._utils import normalize_dim
 
 if TYPE_CHECKING:
-    from torchenv.specs._base import TensorSpec
     from torchenv.specs._composite import Composite
 
 

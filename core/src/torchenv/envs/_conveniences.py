@@ -49,27 +49,6 @@ def _is_leaf(cls: type) -> bool:
     return not is_tensor_collection(cls) or issubclass(cls, (NonTensorData, NonTensorStack))
 
 
-def _take(spec: Any, keys: Sequence[NestedKey]) -> Any:
-    """Moves the entries ``keys`` (those present) of ``spec`` into a new Composite; ``None`` if
-    none is present. Levels left empty are removed."""
-    from torchenv.specs import Composite
-
-    out = None
-    for key in keys:
-        key = (key,) if isinstance(key, str) else tuple(key)
-        if key not in spec.keys(True):
-            continue
-        if out is None:
-            out = Composite(shape=spec.shape, device=spec.device)
-        out[key] = spec[key]
-        del spec[key]
-        for depth in range(len(key) - 1, 0, -1):  # drop the levels this emptied
-            parent = spec[key[:depth]]
-            if isinstance(parent, Composite) and not len(list(parent.keys())):
-                del spec[key[:depth]]
-    return out
-
-
 def _as_keys(keys: NestedKey | Sequence[NestedKey]) -> list:
     return [keys] if isinstance(keys, (str, tuple)) else list(keys)
 
@@ -220,10 +199,10 @@ class EnvConveniences:
                 inputs = inputs[0]
             while outputs.shape:
                 outputs = outputs[0]
-        actions = _take(inputs, _as_keys(action_key))
-        dones = _take(outputs, _as_keys(done_key or list(_DEFAULT_DONE_KEYS)))
-        rewards = _take(outputs, _as_keys(reward_key))
-        observations = _take(outputs, _as_keys(observation_key))
+        actions = inputs.separates(*_as_keys(action_key))
+        dones = outputs.separates(*_as_keys(done_key or list(_DEFAULT_DONE_KEYS)))
+        rewards = outputs.separates(*_as_keys(reward_key))
+        observations = outputs.separates(*_as_keys(observation_key))
         left = list(outputs.keys(True, True))
         if left:
             raise RuntimeError(

@@ -347,12 +347,12 @@ class VecNormV2(Transform):
 
         (TorchRL's ``VecNormV2`` runs only inside an env; here it also runs on a TensorDict.)
         """
-        return self._run(tensordict, tensordict, resetting=False)
+        return self._run(tensordict, tensordict)
 
     def _reset(
         self, tensordict: TensorDictBase, tensordict_reset: TensorDictBase
     ) -> TensorDictBase:
-        return self._tolerant(lambda td: self._run(td, td, resetting=True), tensordict_reset)
+        return self._tolerant(lambda td: self._run(td, td), tensordict_reset)
 
     def _present(self, tensordict: TensorDictBase) -> list[tuple[NestedKey, NestedKey, Any]]:
         present = []
@@ -370,14 +370,12 @@ class VecNormV2(Transform):
         return present
 
     def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
-        return self._run(tensordict, next_tensordict, resetting=False)
+        return self._run(tensordict, next_tensordict)
 
-    def _run(
-        self, tensordict: TensorDictBase, next_tensordict: TensorDictBase, resetting: bool
-    ) -> TensorDictBase:
+    def _run(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
         if not self.stateful:
             # the statistics enter the data even when no entry is there to update them
-            self._stateless_stats(tensordict, resetting)
+            self._stateless_stats(tensordict)
         present = self._present(next_tensordict)
         if not present:
             return next_tensordict
@@ -427,7 +425,7 @@ class VecNormV2(Transform):
         self, tensordict: TensorDictBase, next_tensordict: TensorDictBase, present
     ) -> None:
         names = self._stat_names()
-        stats = self._stateless_stats(tensordict, False)
+        stats = self._stateless_stats(tensordict)
         loc_td, var_td, count_td = (s.copy() for s in stats)
         decay, eps = self.decay, self.eps
         normed = []
@@ -452,7 +450,7 @@ class VecNormV2(Transform):
         prefix = self.prefix
         return f"{prefix}_loc", f"{prefix}_var", f"{prefix}_count"
 
-    def _stateless_stats(self, tensordict: TensorDictBase, resetting: bool) -> list[TensorDictBase]:
+    def _stateless_stats(self, tensordict: TensorDictBase) -> list[TensorDictBase]:
         """The statistics carried by ``tensordict``, written into it when absent.
 
         Absent, they are zeros, as in TorchRL (the sub-envs of batched envs step on an input

@@ -204,6 +204,18 @@ def test_any_set_finds_a_flag_at_any_level(where, shape):
     assert any_set(td, keys)
 
 
+@pytest.mark.parametrize("shape", [(), (1,), (5,), (3, 1), (2, 4), (2, 3, 1), (65,), (70, 1)])
+@pytest.mark.parametrize("where", ["none", "first", "last"])
+def test_any_small_agrees_with_torch_any(shape, where):
+    from torchenv.envs._utils import _any_small
+
+    value = torch.zeros(shape, dtype=torch.bool)
+    if where != "none":
+        value.view(-1)[0 if where == "first" else -1] = True
+    assert _any_small(value) is bool(value.any())
+    assert _any_small(value.to(torch.uint8)) is bool(value.any())
+
+
 def test_any_done_on_nested_flags_writes_reset_only_when_set():
     env = MarlEnv(shared_done=False)
     td = env.reset()

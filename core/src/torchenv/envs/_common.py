@@ -21,7 +21,13 @@ from torchenv.envs._reset import (
     update_during_reset,
 )
 from torchenv.envs._spec_props import _EnvSpecs
-from torchenv.envs._step import _merge_sub_next, _skip_next, _StepPlan, check_observations
+from torchenv.envs._step import (
+    _merge_sub_next,
+    _skip_next,
+    _StepPlan,
+    check_observations,
+    nested_rand_targets,
+)
 from torchenv.envs._step_mdp import _EnvStepMDP
 from torchenv.envs._torchrl_internals import TorchRLInternals
 from torchenv.envs._utils import (
@@ -591,10 +597,17 @@ class EnvBase(_EnvSpecs, TorchRLInternals, EnvConveniences, torch.nn.Module, met
             and tensordict.batch_size == plan.batch_size
             and tensordict.device in (None, plan.device)
         ):
-            # flat keys, batch-locked, same batch and device: write the samples unvalidated
-            for key, rand in fast:
-                tensordict._set_str(key, rand(), validated=True, inplace=False)
-            return tensordict
+            # batch-locked, same batch and device: write the samples unvalidated
+            nested = plan.rand_nested
+            if nested is None:
+                for key, rand in fast:
+                    tensordict._set_str(key, rand(), validated=True, inplace=False)
+                return tensordict
+            targets = nested_rand_targets(tensordict, nested)
+            if targets is not None:
+                for node, (_, _, key, rand) in zip(targets, nested, strict=True):
+                    node._set_str(key, rand(), validated=True, inplace=False)
+                return tensordict
         shape = torch.Size(())
         if not self.batch_locked and not self.batch_size and tensordict is not None:
             shape = tensordict.batch_size

@@ -83,27 +83,37 @@ class _StepPlan:
         self.simple_done = len(self.done_groups) == 1 and root.prefix == () and "done" in root.names
         # a single root "_reset" beside the root done entries: partial resets take the fast path
         self.root_reset = self.simple_done and self.reset_keys == ["_reset"]
-        # Fast paths for batch-locked envs with flat (string) keys and static shapes:
-        # (key, shape, dtype) triples checked with plain dict lookups; anything unusual
-        # falls back to the general code, which also builds the error messages.
-        flat_static = all(
-            leaf.is_str and not leaf.dynamic for leaf in (*self.actions, *self.rewards)
-        )
+        # Fast paths for batch-locked envs with static shapes: (key, shape, dtype) triples
+        # checked with plain dict lookups (a nested key walks the plain TensorDicts on its
+        # path); anything unusual falls back to the general code, which also words the errors.
+        leaves = (*self.actions, *self.rewards)
+        static = all(not leaf.dynamic for leaf in leaves)
         self.fast_actions = None
         self.fast_outputs = None
         self.rand_fast = None
+        self.rand_nested = None
         self.device = env.device
-        if self.batch_locked and flat_static:
+        if self.batch_locked and static:
             self.fast_actions = tuple((x.key, x.shape, x.dtype) for x in self.actions)
-            if all(tuple(x.spec.shape[: self.nb]) == tuple(self.batch_size) for x in self.actions):
+            if not all(x.is_str for x in self.actions):
+                # nested action keys (multi-agent groups): rand_action writes each sample
+                # into its sub-tensordict, in the order the Composite draws them
+                self.rand_nested = _nested_rand_plan(full_action)
+                if self.rand_nested is not None:
+                    self.rand_fast = ()
+            elif all(
+                tuple(x.spec.shape[: self.nb]) == tuple(self.batch_size) for x in self.actions
+            ):
                 # (key, spec.rand) of every action: rand_action's fast path
                 self.rand_fast = tuple((x.key, x.spec.rand) for x in self.actions)
-            if all(not g.prefix for g in self.done_groups):
-                outputs = [(x.key, x.shape) for x in self.rewards]
-                for group in self.done_groups:
+            outputs = [(x.key, x.shape) for x in self.rewards]
+            for group in self.done_groups:
+                if group.prefix:
+                    outputs += [((*group.prefix, n), group.shapes[n]) for n in group.names]
+                else:
                     outputs += [(name, group.shapes[name]) for name in group.names]
-                if all(d >= 0 for _, shape in outputs for d in shape):
-                    self.fast_outputs = tuple(outputs)
+            if all(d >= 0 for _, shape in outputs for d in shape):
+                self.fast_outputs = tuple(outputs)
 
     def actions_ok(self, td: TensorDictBase) -> bool:
         """Whether the actions of a plain TensorDict pass the cheap checks (fast path)."""
@@ -113,7 +123,7 @@ class _StepPlan:
         source = td._tensordict
         device = self.device
         for key, shape, dtype in fast:
-            value = source.get(key)
+            value = source.get(key) if type(key) is str else _plain_get(td, key)
             if value is None or type(value) is not torch.Tensor:
                 return False
             if value.shape != shape or value.dtype != dtype:
@@ -129,7 +139,7 @@ class _StepPlan:
             return False
         source = data._tensordict
         for key, shape in fast:
-            value = source.get(key)
+            value = source.get(key) if type(key) is str else _plain_get(data, key)
             if value is None or value.shape != shape:
                 return False
         return True
@@ -243,6 +253,56 @@ class _StepPlan:
                 continue
             _complete_group(env, node, group, leading)
         return data
+
+
+def _plain_get(td: TensorDict, key: tuple) -> Any:
+    """``td.get(key, None)`` for a nested key through plain TensorDicts only: ``None`` as soon
+    as a level is missing or of another kind (a lazy stack: the general path handles it)."""
+    node = td
+    for k in key[:-1]:
+        node = node._tensordict.get(k)
+        if type(node) is not TensorDict:
+            return None
+    return node._tensordict.get(key[-1])
+
+
+def _nested_rand_plan(spec: Composite, path: tuple = (), shapes: tuple = ()) -> tuple | None:
+    """``(path, node shapes, leaf name, spec.rand)`` of every leaf of an action Composite, in the
+    order ``Composite.rand`` draws them (depth first, insertion order), so that writing the
+    samples one by one gives its values and leaves the generator where it would. ``path`` leads
+    to the sub-tensordict that holds the leaf, ``node shapes`` are the batch sizes of the
+    tensordicts along it. ``None`` where a node is not a plain Composite (lazy stacks, custom
+    data classes, dim names): ``Composite.rand`` builds those."""
+    if type(spec) is not Composite or spec.data_cls is not None or spec._names is not None:
+        return None
+    out: list = []
+    for key, sub in spec._specs.items():
+        if sub is None:
+            continue
+        if isinstance(sub, Composite):
+            inner = _nested_rand_plan(sub, (*path, key), (*shapes, torch.Size(sub.shape)))
+            if inner is None:
+                return None
+            out += inner
+        elif _is_stacked_spec(sub):
+            return None
+        else:
+            out.append((path, shapes, key, sub.rand))
+    return tuple(out)
+
+
+def nested_rand_targets(td: TensorDict, plan: tuple) -> list | None:
+    """The sub-tensordicts of ``td`` that :func:`_nested_rand_plan`'s leaves go to, or ``None``
+    when one is missing, not a plain TensorDict or not of the spec's batch size."""
+    targets = []
+    for path, shapes, _, _ in plan:
+        node = td
+        for k, shape in zip(path, shapes, strict=True):
+            node = node._tensordict.get(k)
+            if type(node) is not TensorDict or node.batch_size != shape:
+                return None
+        targets.append(node)
+    return targets
 
 
 def _is_stacked_spec(spec: Any) -> bool:

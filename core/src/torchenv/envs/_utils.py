@@ -87,12 +87,15 @@ def _any_small(value: torch.Tensor) -> bool:
     """``bool(value.any())``; small cpu tensors (agents' flags) through ``tolist``, several
     times cheaper than a torch reduction and its ``bool``."""
     n = value.numel()
-    if n > 64 or value.device.type != "cpu":
+    if n > 64 or not value.is_cpu:
         return bool(value.any())
     if n == 1:
         return bool(value.item())
+    ndim = value.ndim
     flat = value.tolist()
-    for _ in range(value.ndim - 1):
+    if ndim == 2:  # (agents, 1): the usual per-agent flags
+        return any(map(any, flat))
+    for _ in range(ndim - 1):
         flat = [x for row in flat for x in row]
     return any(flat)
 

@@ -590,15 +590,14 @@ class EnvBase(_EnvSpecs, TorchRLInternals, EnvConveniences, torch.nn.Module, met
     def rand_action(self, tensordict: TensorDictBase | None = None) -> TensorDictBase:
         """Writes a random action (sampled from the action spec) into ``tensordict``."""
         plan = self.__dict__["_cache"].get("plan") or self._plan
-        fast = plan.rand_fast
+        fast, nested = plan.rand_fast, plan.rand_nested
         if (
-            fast is not None
+            (fast is not None or nested is not None)
             and type(tensordict) is TensorDict
             and tensordict.batch_size == plan.batch_size
             and tensordict.device in (None, plan.device)
         ):
             # batch-locked, same batch and device: write the samples unvalidated
-            nested = plan.rand_nested
             if nested is None:
                 for key, rand in fast:
                     tensordict._set_str(key, rand(), validated=True, inplace=False)

@@ -99,8 +99,6 @@ class _StepPlan:
                 # nested action keys (multi-agent groups): rand_action writes each sample
                 # into its sub-tensordict, in the order the Composite draws them
                 self.rand_nested = _nested_rand_plan(full_action)
-                if self.rand_nested is not None:
-                    self.rand_fast = ()
             elif all(
                 tuple(x.spec.shape[: self.nb]) == tuple(self.batch_size) for x in self.actions
             ):
@@ -108,10 +106,8 @@ class _StepPlan:
                 self.rand_fast = tuple((x.key, x.spec.rand) for x in self.actions)
             outputs = [(x.key, x.shape) for x in self.rewards]
             for group in self.done_groups:
-                if group.prefix:
-                    outputs += [((*group.prefix, n), group.shapes[n]) for n in group.names]
-                else:
-                    outputs += [(name, group.shapes[name]) for name in group.names]
+                prefix = group.prefix
+                outputs += [((*prefix, n) if prefix else n, group.shapes[n]) for n in group.names]
             if all(d >= 0 for _, shape in outputs for d in shape):
                 self.fast_outputs = tuple(outputs)
 

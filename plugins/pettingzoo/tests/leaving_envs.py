@@ -2,7 +2,7 @@
 
 ``LeavingParallel``: every live agent moves on a line; agent ``i`` terminates after
 ``lifetimes[i]`` steps (``None``: never), everyone is truncated at ``max_cycles``. It checks that
-it only gets actions of live agents.
+it only gets actions of live agents. Its infos give each agent's age (``infos=False``: empty).
 
 ``LeavingAEC``: players take turns adding 0-3 to a counter (an ``action_mask`` in a ``Dict``
 observation forbids repeating the previous player's number); player ``i`` terminates after
@@ -19,8 +19,9 @@ from pettingzoo import AECEnv, ParallelEnv
 class LeavingParallel(ParallelEnv):
     metadata = {"name": "leaving_parallel_v0", "render_modes": []}
 
-    def __init__(self, lifetimes=(3, 6, None), max_cycles: int = 10) -> None:
+    def __init__(self, lifetimes=(3, 6, None), max_cycles: int = 10, infos: bool = True) -> None:
         self.possible_agents = [f"runner_{i}" for i in range(len(lifetimes))]
+        self.infos = infos
         self.lifetimes = dict(zip(self.possible_agents, lifetimes, strict=True))
         self.max_cycles = max_cycles
         self._rng = np.random.default_rng()
@@ -41,7 +42,10 @@ class LeavingParallel(ParallelEnv):
         self.agents = list(self.possible_agents)
         self.t = 0
         self.pos = {a: float(self._rng.uniform(-1, 1)) for a in self.agents}
-        return {a: self._obs(a) for a in self.agents}, {a: {"age": 0} for a in self.agents}
+        return {a: self._obs(a) for a in self.agents}, self._infos()
+
+    def _infos(self) -> dict:
+        return {a: {"age": self.t} if self.infos else {} for a in self.agents}
 
     def step(self, actions):
         unexpected = sorted(set(actions) - set(self.agents))
@@ -55,7 +59,7 @@ class LeavingParallel(ParallelEnv):
         term = {a: life[a] is not None and self.t >= life[a] for a in self.agents}
         trunc = {a: self.t >= self.max_cycles for a in self.agents}
         obs = {a: self._obs(a) for a in self.agents}
-        infos = {a: {"age": self.t} for a in self.agents}
+        infos = self._infos()
         self.agents = [a for a in self.agents if not (term[a] or trunc[a])]
         return obs, rewards, term, trunc, infos
 

@@ -35,6 +35,7 @@ def _needs(task: str):
 class TestSimpleSpread(MultiAgentConformanceTests):
     expected_groups = ("agent",)
     done_aggregation = "any"
+    direct_path = True  # parallel, one dense group: PettingZoo's dicts go straight to arrays
 
     def make_env(self):
         # max_cycles=10: episodes end (truncation) inside the conformance rollouts
@@ -45,6 +46,7 @@ class TestSimpleSpread(MultiAgentConformanceTests):
 class TestSimpleAdversaryOneGroup(MultiAgentConformanceTests):
     expected_groups = ("agents",)
     done_aggregation = "any"
+    direct_path = False  # a lazily stacked group
 
     def make_env(self):
         return PettingZooEnv(
@@ -67,6 +69,7 @@ class TestSimpleAdversaryOneGroup(MultiAgentConformanceTests):
 class TestTicTacToe(MultiAgentConformanceTests):
     expected_groups = ("player_1", "player_2")
     done_aggregation = "all"
+    direct_path = False  # turn-based
     stochastic = False  # the board starts empty, the game has no chance
 
     def make_env(self):
@@ -116,6 +119,19 @@ class TestLeavingParallel(MultiAgentConformanceTests):
     def make_env(self):
         return PettingZooWrapper(
             LeavingParallel(), use_mask=True, done_on_any=False, return_state=True
+        )
+
+
+class TestLeavingParallelDirect(MultiAgentConformanceTests):
+    """No infos: the direct array path, agents leaving while the episode goes on."""
+
+    expected_groups = ("runner",)
+    done_aggregation = "all"
+    direct_path = True
+
+    def make_env(self):
+        return PettingZooWrapper(
+            LeavingParallel(infos=False), use_mask=True, done_on_any=False, return_state=True
         )
 
 

@@ -201,7 +201,7 @@ class EnvRunner:
         from torchenv.envs._direct import direct_plan
 
         plan = direct_plan(self.env) if self._lean else None
-        if plan is None:
+        if plan is None or not plan.flat:  # nested keys: the TensorDict runner
             return None
         views = {name: dict(groups[name].rows[index]) for name in ("in", "next", "root")}
         try:

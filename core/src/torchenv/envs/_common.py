@@ -346,9 +346,14 @@ class EnvBase(_EnvSpecs, TorchRLInternals, EnvConveniences, torch.nn.Module, met
         """Whether ``_step_into`` / ``_reset_into`` write what ``_step`` / ``_reset`` return."""
         return False
 
-    def _step_into(self, action: torch.Tensor, out: dict) -> bool:
-        """Steps with ``action``; writes observations, rewards and dones into the arrays ``out``;
-        returns whether any (sub-)env is done. Optional (see ``_direct_io_supported``)."""
+    #: whether the hooks also write ``(group, name)`` keys (multi-agent groups); flat keys only
+    #: otherwise
+    _direct_io_nested_keys: bool = False
+
+    def _step_into(self, action: torch.Tensor | dict, out: dict) -> bool:
+        """Steps with ``action`` (a dict key -> tensor for several action keys); writes
+        observations, rewards and dones into the arrays ``out``; returns whether the root done of
+        any (sub-)env is set. Optional (see ``_direct_io_supported``)."""
         raise NotImplementedError
 
     def _reset_into(self, out: dict, mask: Any = None) -> None:

@@ -15,6 +15,12 @@ import torch
 from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
 
 from torchenv.envs._marl import GroupMapLike, group_map_by_prefix, resolve_group_map
+from torchenv.envs._marl_arrays import (
+    split_action_tensors,
+    supports_arrays,
+    tensordict_of_arrays,
+    write_output,
+)
 from torchenv.envs._marl_data import (
     MISSING,
     group_leaf,
@@ -751,6 +757,82 @@ class MarlLayout:
             ) from None
         part = self._group_actions(td, group, categorical)[index]
         return _to_numpy(part) if numpy else part
+
+    # ------------------------------------------------------------------ direct array I/O
+    @property
+    def supports_arrays(self) -> bool:
+        """Whether :meth:`output_into` can write every output of this layout: unbatched,
+        homogeneous groups with leaf observations, per-agent rewards and done flags, no infos
+        or action masks (the direct path of :mod:`torchenv.envs._direct`)."""
+        return supports_arrays(self)
+
+    def output_into(
+        self,
+        out: Mapping[Any, np.ndarray],
+        per_agent: Mapping[str, Mapping[str, Any]],
+        terminated: Mapping[str, Any],
+        truncated: Mapping[str, Any],
+        root: Mapping[str, Any] | None = None,
+        acting: Collection[str] | None = None,
+    ) -> bool:
+        """:meth:`output`, written into the numpy arrays ``out`` (keyed ``(group, name)`` and by
+        root name) instead of new tensors; returns the root done flag.
+
+        Args:
+            out: an array for every observation, done (and, for a step, reward) entry.
+            per_agent: ``"observation"`` (and ``"reward"``) -> dict agent -> value (absent
+                agents read 0).
+            terminated: dict agent -> flag (absent agents are done).
+            truncated: dict agent -> flag (absent agents are done).
+            root: ``{"state": value}`` when the layout has a state.
+            acting: the agents marked in ``(group, "mask")`` (default: all).
+
+        >>> import numpy as np
+        >>> from torchenv.specs import Categorical, Unbounded
+        >>> layout = MarlLayout(["a_0", "a_1"], observation_specs={"a_0": Unbounded((2,)),
+        ...     "a_1": Unbounded((2,))}, action_specs={"a_0": Categorical(3), "a_1": Categorical(3)})
+        >>> out = {("a", "observation"): np.empty((2, 2), np.float32), ("a", "reward"):
+        ...     np.empty((2, 1), np.float32), "done": np.empty(1, bool),
+        ...     "terminated": np.empty(1, bool), "truncated": np.empty(1, bool)}
+        >>> out.update({("a", k): np.empty((2, 1), bool) for k in ("done", "terminated", "truncated")})
+        >>> layout.output_into(out, {"observation": {"a_0": [1.0, 2.0]}, "reward": {"a_0": 0.5}},
+        ...     terminated={"a_0": False}, truncated={"a_0": False})  # a_1 has left
+        True
+        >>> out[("a", "observation")].tolist(), out[("a", "done")].flatten().tolist()
+        ([[1.0, 2.0], [0.0, 0.0]], [False, True])
+        """
+        return write_output(self, out, per_agent, terminated, truncated, root, acting)
+
+    def tensordict_of_arrays(self, arrays: Mapping[Any, np.ndarray]) -> TensorDict:
+        """The TensorDict of arrays filled by :meth:`output_into` (sharing their memory): what
+        :meth:`output` would have returned.
+
+        >>> import numpy as np
+        >>> from torchenv.specs import Categorical, Unbounded
+        >>> layout = MarlLayout(["a_0"], observation_specs={"a_0": Unbounded((2,))},
+        ...     action_specs={"a_0": Categorical(3)})
+        >>> td = layout.tensordict_of_arrays({("a", "observation"): np.ones((1, 2), np.float32),
+        ...     "done": np.zeros(1, bool)})
+        >>> td["a"].batch_size, td["done"].shape
+        (torch.Size([1]), torch.Size([1]))
+        """
+        return tensordict_of_arrays(self, arrays)
+
+    def split_action_tensors(
+        self, action: torch.Tensor | Mapping[Any, torch.Tensor], *, categorical: bool = False
+    ) -> dict[str, Any]:
+        """The agents' numpy actions from the group action tensors (the direct path's
+        ``action``): the tensor of the one group's ``(group, "action")``, or a dict
+        ``(group, "action") -> tensor``.
+
+        >>> import torch
+        >>> from torchenv.specs import Categorical, Unbounded
+        >>> layout = MarlLayout(["a_0", "a_1"], observation_specs={"a_0": Unbounded((1,)),
+        ...     "a_1": Unbounded((1,))}, action_specs={"a_0": Categorical(3), "a_1": Categorical(3)})
+        >>> layout.split_action_tensors(torch.tensor([2, 0]))
+        {'a_0': np.int64(2), 'a_1': np.int64(0)}
+        """
+        return split_action_tensors(self, action, categorical)
 
 
 def _to_numpy(value: torch.Tensor) -> Any:

@@ -37,9 +37,6 @@ class BatchedEnvConformanceTests(EnvConformanceTests):
     - ``num_envs`` (``4``): the batch the tests use (at least 3).
     - ``independent`` (``True``): a sub-env's trajectory depends only on its own actions and
       resets (set ``False`` for simulators whose sub-envs share a random stream).
-    - ``direct_path`` (``None``): ``True`` asserts that the env takes the direct array I/O path
-      (``torchenv.envs.ArrayEnv`` subclasses do), ``False`` that it does not, ``None`` checks
-      nothing; where it is taken, its rollouts must equal the TensorDict path's.
 
     >>> from torchenv.envs import CartPoleEnv
     >>> from torchenv.testing import BatchedEnvConformanceTests
@@ -51,7 +48,6 @@ class BatchedEnvConformanceTests(EnvConformanceTests):
 
     num_envs: int = 4
     independent: bool = True
-    direct_path: bool | None = None
 
     def make_batched_env(self, num_envs: int) -> EnvBase:
         """Returns a fresh env of ``num_envs`` sub-envs. Subclasses must implement it."""
@@ -175,30 +171,6 @@ class BatchedEnvConformanceTests(EnvConformanceTests):
             f"every sub-env was reset to the same observations {env.observation_keys} after one "
             "seed: seed sub-env i differently (e.g. seed + i), or set stochastic = False"
         )
-
-    def test_direct_path_matches_tensordict_path(self) -> None:
-        """Where the env takes the direct array I/O path, it gives what the TensorDict path gives."""
-        from torchenv.envs._direct import direct_plan
-
-        with self._env() as env, self._env() as reference:
-            taken = direct_plan(env) is not None
-            if self.direct_path is not None:
-                assert taken == self.direct_path, (
-                    f"direct_path = {self.direct_path} declared, but direct_plan(env) is "
-                    f"{'set' if taken else 'None'}"
-                )
-            if not taken:
-                self._skip("the env does not take the direct array I/O path")
-            if not self.deterministic:
-                self._skip("env declared non-deterministic (deterministic = False)")
-            reference._direct_io_supported = lambda: False
-            assert direct_plan(reference) is None
-            rollouts = []
-            for e in (env, reference):
-                e.set_seed(self.seed)
-                with self._global_seed(self.seed):
-                    rollouts.append(self._rollout(e, 3 * self.rollout_steps))
-        _assert_td_equal(rollouts[0], rollouts[1], "direct path vs TensorDict path rollouts")
 
 
 def _assert_values_equal(a: TensorDictBase, b: TensorDictBase, key: NestedKey, what: str) -> None:

@@ -49,6 +49,10 @@ class EnvConformanceTests:
     - ``supports_partial_reset`` (``True``): a reset with a ``"_reset"`` mask resets only the
       masked sub-envs. Tested when the env has a non-empty batch size, or is batch-unlocked.
     - ``batch_sizes`` (``((3,),)``): input batch sizes tried on batch-unlocked envs.
+    - ``direct_path`` (``None``): ``True`` asserts that the env takes the direct array I/O path
+      (``torchenv.envs.ArrayEnv`` subclasses do), ``False`` that it does not, ``None`` checks
+      nothing; where it is taken, its rollouts and ``step_and_maybe_reset`` loops must equal
+      the TensorDict path's (``test_direct_path_matches_tensordict_path``).
 
     The inherited tests: ``test_check_env_specs``, ``test_reset_matches_specs``,
     ``test_step_writes_next``, ``test_step_without_action_raises``, ``test_rand_action_in_spec``,
@@ -57,7 +61,8 @@ class EnvConformanceTests:
     ``test_different_seeds_differ``, ``test_set_seed_returns_int``, ``test_partial_reset``,
     ``test_done_flanking`` (``done == terminated | truncated``), ``test_step_and_maybe_reset``
     (equals ``step`` + ``step_mdp`` + a reset of the done sub-envs),
-    ``test_fake_tensordict_matches_specs`` and ``test_close_is_idempotent``. Envs with dynamic
+    ``test_fake_tensordict_matches_specs``, ``test_direct_path_matches_tensordict_path`` and
+    ``test_close_is_idempotent``. Envs with dynamic
     specs (a ``-1`` dim) are rolled out with ``return_contiguous=False``.
 
     Every test builds its own env(s) through :meth:`make_env` and closes them, so a test
@@ -71,6 +76,7 @@ class EnvConformanceTests:
     stochastic: bool = True
     supports_partial_reset: bool = True
     batch_sizes: Sequence[Sequence[int]] = ((3,),)
+    direct_path: bool | None = None
 
     # ------------------------------------------------------------------ to override
     def make_env(self) -> EnvBase:
@@ -414,6 +420,38 @@ class EnvConformanceTests:
             )
             _assert_in_spec(env.full_reward_spec, nxt, "fake_tensordict 'next'", check_values=False)
             _assert_in_spec(env.full_done_spec, nxt, "fake_tensordict 'next'", check_values=False)
+
+    def test_direct_path_matches_tensordict_path(self) -> None:
+        """Where the env takes the direct array I/O path (``torchenv.envs._direct``), rollouts
+        and a ``step_and_maybe_reset`` loop give what the TensorDict path gives."""
+        from torchenv.envs._direct import direct_plan
+
+        with self._env() as env, self._env() as reference:
+            taken = direct_plan(env) is not None
+            if self.direct_path is not None:
+                assert taken == self.direct_path, (
+                    f"direct_path = {self.direct_path} declared, but direct_plan(env) is "
+                    f"{'set' if taken else 'None'}"
+                )
+            if not taken:
+                self._skip("the env does not take the direct array I/O path")
+            if not self.deterministic:
+                self._skip("env declared non-deterministic (deterministic = False)")
+            reference._direct_io_supported = lambda: False
+            assert direct_plan(reference) is None
+            runs = []
+            for e in (env, reference):
+                e.set_seed(self.seed)
+                with self._global_seed(self.seed):
+                    rollout = self._rollout(e, 3 * self.rollout_steps)
+                    td, steps = e.reset(), []
+                    for _ in range(3 * self.rollout_steps):
+                        step, td = e.step_and_maybe_reset(e.rand_action(td))
+                        steps.append(step)
+                    runs.append((rollout, torch.stack(steps), td))
+        what = ("rollouts", "step_and_maybe_reset steps", "step_and_maybe_reset next inputs")
+        for a, b, name in zip(*runs, what):
+            _assert_td_equal(a, b, f"direct path vs TensorDict path {name}")
 
     def test_close_is_idempotent(self) -> None:
         """``close`` twice works (the second call does nothing); ``is_closed`` turns True."""

@@ -272,13 +272,15 @@ class PettingZooWrapper(EnvBase):
             for group, key in self._mask_keys:
                 spec[group, "action"].update_mask(out.get(key))
         self.__dict__["_last"] = out  # not through nn.Module.__setattr__: a step's hot path
+        self.__dict__["_last_arrays"] = None
         return out
 
     def _reset(self, tensordict: TensorDictBase | None = None, **kwargs: Any) -> TensorDictBase:
-        last = self._last
-        if last is not None and tensordict is not None and not self._layout.reset_rows(tensordict):
+        if tensordict is not None and not self._layout.reset_rows(tensordict):
             # only some agents are done (group "_reset"), not the episode: keep going
-            return last.exclude(*self.reward_keys)
+            last = self._last_output()
+            if last is not None:
+                return last.exclude(*self.reward_keys)
         seed, self._pending_seed = self._pending_seed, None
         obs, infos = self._raw_reset(seed, kwargs.get("options"))
         env = self._env
@@ -315,6 +317,70 @@ class PettingZooWrapper(EnvBase):
         selected = env.agent_selection if env.agents else None
         live = selected is not None and not (terminated.get(selected) or truncated.get(selected))
         return self._output(obs, infos, terminated, truncated, rewards, [selected] if live else [])
+
+    # ------------------------------------------------------------------ direct array I/O
+    # Parallel envs in a layout of dense group blocks write PettingZoo's dicts straight into
+    # the arrays of the direct path (torchenv.envs._direct): rollouts and step_and_maybe_reset
+    # then build no per-step TensorDict of their own.
+    _direct_io_nested_keys = True
+
+    def _direct_io_supported(self) -> bool:
+        cache = self.__dict__["_cache"]  # emptied when the specs change
+        supported = cache.get("direct_io_pettingzoo")
+        if supported is None:
+            supported = cache["direct_io_pettingzoo"] = (
+                self.parallel and not self._has_info and self._layout.supports_arrays
+            )
+        return supported
+
+    def _step_into(self, action: Any, out: dict) -> bool:
+        env = self._env
+        writers = self._writers
+        actions = self._layout.split_action_tensors(action, categorical=True)
+        obs, rewards, terminated, truncated, _ = env.step(
+            {a: writers[a](actions[a]) for a in env.agents}
+        )
+        if not self.use_mask and len(obs) != len(self.possible_agents):
+            gone = [a for a in self.possible_agents if a not in obs]
+            raise ValueError(
+                f"PettingZooWrapper: the agents {gone} have left the episode; use "
+                "use_mask=True for envs whose agents can leave (or done_on_any=True)"
+            )
+        return self._write(out, obs, terminated, truncated, rewards, env.agents)
+
+    def _reset_into(self, out: dict, mask: Any = None) -> None:
+        seed, self._pending_seed = self._pending_seed, None
+        obs, _ = self._raw_reset(seed, None)
+        live = {a: False for a in self._env.agents}
+        self._write(out, obs, live, live, None, self._env.agents)
+
+    def _write(
+        self,
+        out: dict,
+        obs: Mapping[str, Any],
+        terminated: Mapping[str, Any],
+        truncated: Mapping[str, Any],
+        rewards: Mapping[str, Any] | None,
+        acting: Sequence[str],
+    ) -> bool:
+        per_agent = {"observation": obs}
+        if rewards is not None:
+            per_agent["reward"] = rewards
+        root = {"state": self._env.state()} if self.return_state else None
+        done = self._layout.output_into(out, per_agent, terminated, truncated, root, acting)
+        # what a reset of some agents (not the episode) hands back, built when asked for
+        self.__dict__["_last"] = None
+        self.__dict__["_last_arrays"] = out
+        return done
+
+    def _last_output(self) -> TensorDictBase | None:
+        """The last step's or reset's output (built from the direct path's arrays if it wrote
+        last)."""
+        last = self._last
+        arrays = self.__dict__.get("_last_arrays")
+        if last is None and arrays is not None:
+            last = self._layout.tensordict_of_arrays(arrays)
+        return last
 
     def _set_seed(self, seed: int | None) -> None:
         self.seed = seed

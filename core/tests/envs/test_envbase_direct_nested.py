@@ -12,7 +12,7 @@ from torchenv.batched import SerialEnv
 from torchenv.envs import EnvBase
 from torchenv.envs._direct import direct_plan
 from torchenv.specs import Bounded, Categorical, Composite, Unbounded
-from torchenv.testing import MultiAgentConformanceTests
+from torchenv.testing import MultiAgentConformanceTests, assert_tensordict_equal
 
 GROUPS = {"cats": 2, "dogs": 1}
 FLAGS = ("done", "terminated", "truncated")
@@ -163,18 +163,6 @@ def _no_direct(env):
     return env
 
 
-def assert_identical(a, b):
-    assert a.batch_size == b.batch_size
-    assert set(a.keys(True, True)) == set(b.keys(True, True))
-    for key in b.keys(True):
-        x, y = a[key], b[key]
-        if isinstance(y, torch.Tensor):
-            assert x.dtype == y.dtype and x.shape == y.shape, key
-            assert torch.equal(x, y), key
-        else:
-            assert type(x) is type(y) and x.batch_size == y.batch_size, key
-
-
 BATCHES = [(), (4,), (2, 3)]
 
 
@@ -206,7 +194,7 @@ def test_rollout_matches_the_tensordict_path(batch_size, break_when_any_done):
         results.append((first, env.rollout(30, break_when_any_done=break_when_any_done)))
     for other in results[1:]:
         for a, b in zip(results[0], other):
-            assert_identical(a, b)
+            assert_tensordict_equal(a, b)
     data = results[0][0]
     assert data.names[-1] == "time"
     if not break_when_any_done:
@@ -230,8 +218,8 @@ def _smr_loop(env, steps=40):
 def test_step_and_maybe_reset_matches_the_tensordict_path(batch_size):
     direct, general = _smr_loop(Herd(batch_size)), _smr_loop(_no_direct(Herd(batch_size)))
     for (step_a, next_a), (step_b, next_b) in zip(direct, general):
-        assert_identical(step_a, step_b)
-        assert_identical(next_a, next_b)
+        assert_tensordict_equal(step_a, step_b)
+        assert_tensordict_equal(next_a, next_b)
     assert any(step["next", "done"].any() for step, _ in direct)
 
 
@@ -262,7 +250,7 @@ def test_batched_runners_keep_the_tensordict_path():
         e.set_seed(1)
         torch.manual_seed(0)
         results.append(e.rollout(12, break_when_any_done=False))
-    assert_identical(*results)
+    assert_tensordict_equal(*results)
     env.close()
     reference.close()
 
@@ -313,7 +301,7 @@ def test_output_into_writes_what_output_builds(done_on_any):
         {**per_agent, "terminated": terminated, "truncated": truncated}, acting=acting
     )
     got = layout.tensordict_of_arrays(arrays)
-    assert_identical(got, expected)
+    assert_tensordict_equal(got, expected)
     assert done == expected["done"].item() == done_on_any
 
 

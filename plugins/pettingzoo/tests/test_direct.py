@@ -11,6 +11,7 @@ pytest.importorskip("pettingzoo")
 from leaving_envs import LeavingAEC, LeavingParallel
 
 from torchenv.envs._direct import direct_plan
+from torchenv.testing import assert_tensordict_equal
 from torchenv_pettingzoo import PettingZooEnv, PettingZooWrapper, task_names
 
 pytestmark = pytest.mark.pettingzoo
@@ -51,18 +52,6 @@ def _no_direct(env):
     return env
 
 
-def assert_identical(a, b):
-    assert a.batch_size == b.batch_size
-    assert set(a.keys(True, True)) == set(b.keys(True, True))
-    for key in b.keys(True):
-        x, y = a[key], b[key]
-        if isinstance(y, torch.Tensor):
-            assert x.dtype == y.dtype and x.shape == y.shape, key
-            assert torch.equal(x, y), key
-        else:
-            assert type(x) is type(y) and x.batch_size == y.batch_size, key
-
-
 @pytest.mark.parametrize("name", _params(MAKERS))
 def test_the_direct_path_applies(name):
     plan = direct_plan(MAKERS[name]())
@@ -76,7 +65,7 @@ def test_rollout_equals_the_tensordict_path(name, break_when_any_done):
     for env in (MAKERS[name](), _no_direct(MAKERS[name]())):
         torch.manual_seed(0)
         results.append(env.rollout(30, break_when_any_done=break_when_any_done))
-    assert_identical(*results)
+    assert_tensordict_equal(*results)
     if not break_when_any_done:
         assert results[0]["next", "done"].any(), "an episode ended inside the rollout"
 
@@ -92,8 +81,8 @@ def test_step_and_maybe_reset_equals_the_tensordict_path(name):
             steps.append((step.clone(), td.clone()))
         runs.append(steps)
     for (step_a, next_a), (step_b, next_b) in zip(*runs):
-        assert_identical(step_a, step_b)
-        assert_identical(next_a, next_b)
+        assert_tensordict_equal(step_a, step_b)
+        assert_tensordict_equal(next_a, next_b)
 
 
 def test_a_policy_loop_takes_the_direct_path():
@@ -160,4 +149,4 @@ def test_several_groups_take_the_direct_path():
     for e in (env, reference):
         torch.manual_seed(0)
         results.append(e.rollout(30, break_when_any_done=False))
-    assert_identical(*results)
+    assert_tensordict_equal(*results)

@@ -1,7 +1,8 @@
 """torchenv.testing: the conformance tests every env (built-in, plugin, third-party) runs.
 
 ``EnvConformanceTests`` for every env; ``MultiAgentConformanceTests`` adds the multi-agent
-contract (group keys, masks, per-group done and reward).
+contract (group keys, masks, per-group done and reward). ``assert_tensordict_equal`` compares
+two tensordicts bit for bit (what the suites use to compare two paths or two runs).
 
 >>> from torchenv.testing import EnvConformanceTests
 >>> class TestMyEnv(EnvConformanceTests):
@@ -11,7 +12,12 @@ contract (group keys, masks, per-group done and reward).
 """
 
 from torchenv.testing._batched import BatchedEnvConformanceTests
-from torchenv.testing._conformance import EnvConformanceTests
+from torchenv.testing._conformance import EnvConformanceTests, assert_tensordict_equal
 from torchenv.testing._multiagent import MultiAgentConformanceTests
 
-__all__ = ["BatchedEnvConformanceTests", "EnvConformanceTests", "MultiAgentConformanceTests"]
+__all__ = [
+    "BatchedEnvConformanceTests",
+    "EnvConformanceTests",
+    "MultiAgentConformanceTests",
+    "assert_tensordict_equal",
+]

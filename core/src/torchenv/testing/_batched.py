@@ -21,8 +21,8 @@ from torchenv.envs import EnvBase, step_mdp
 from torchenv.testing._conformance import (
     EnvConformanceTests,
     _assert_equal,
-    _assert_td_equal,
     _values,
+    assert_tensordict_equal,
 )
 
 __all__ = ["BatchedEnvConformanceTests"]
@@ -151,7 +151,7 @@ class BatchedEnvConformanceTests(EnvConformanceTests):
                         td = _next(env, nxt)
                 results.append(outs)
         for t, (a, b) in enumerate(zip(*results)):
-            _assert_td_equal(
+            assert_tensordict_equal(
                 a[1:], b[1:], f"step {t}: sub-envs 1.. after other actions in sub-env 0"
             )
 

@@ -264,7 +264,7 @@ class EnvConformanceTests:
                 env.set_seed(self.seed)
                 with self._global_seed(self.seed):
                     rollouts.append(self._rollout(env, self.rollout_steps))
-        _assert_td_equal(rollouts[0], rollouts[1], "two rollouts with the same seed")
+        assert_tensordict_equal(rollouts[0], rollouts[1], "two rollouts with the same seed")
 
     def test_different_seeds_differ(self) -> None:
         """Envs seeded differently (same random actions) give different rollouts."""
@@ -277,7 +277,7 @@ class EnvConformanceTests:
                 with self._global_seed(self.seed):
                     rollouts.append(self._rollout(env, self.rollout_steps))
         try:
-            _assert_td_equal(rollouts[0], rollouts[1], "")
+            assert_tensordict_equal(rollouts[0], rollouts[1], "")
         except AssertionError:
             return
         raise AssertionError(
@@ -451,7 +451,7 @@ class EnvConformanceTests:
                     runs.append((rollout, torch.stack(steps), td))
         what = ("rollouts", "step_and_maybe_reset steps", "step_and_maybe_reset next inputs")
         for a, b, name in zip(*runs, what):
-            _assert_td_equal(a, b, f"direct path vs TensorDict path {name}")
+            assert_tensordict_equal(a, b, f"direct path vs TensorDict path {name}")
 
     def test_close_is_idempotent(self) -> None:
         """``close`` twice works (the second call does nothing); ``is_closed`` turns True."""
@@ -580,13 +580,50 @@ def _assert_equal(actual: Any, expected: Any, what: str) -> None:
         raise AssertionError(f"{what}: values differ\n{err}") from None
 
 
-def _assert_td_equal(a: TensorDictBase, b: TensorDictBase, what: str) -> None:
-    keys_a = set(a.keys(True, True))
-    keys_b = set(b.keys(True, True))
+def assert_tensordict_equal(
+    actual: TensorDictBase, expected: TensorDictBase, what: str = "tensordicts"
+) -> None:
+    """Asserts that two tensordicts hold the same data, bit for bit: the same keys, the same
+    kind and batch size of tensordict at every level, and leaves of the same dtype and values
+    (NaN equal to NaN). Heterogeneous (lazily stacked) groups are compared agent by agent.
+
+    Args:
+        actual: the tensordict under test.
+        expected: the reference.
+        what: how the failure message names them.
+
+    Raises:
+        AssertionError: naming the first key that differs.
+
+    >>> import torch
+    >>> from tensordict import TensorDict
+    >>> a = TensorDict({"agents": TensorDict({"x": torch.zeros(3, 2)}, [3])}, [])
+    >>> assert_tensordict_equal(a, a.clone())
+    >>> b = TensorDict({"agents": TensorDict({"x": torch.zeros(3, 2)}, [])}, [])
+    >>> assert_tensordict_equal(a, b)
+    Traceback (most recent call last):
+    ...
+    AssertionError: tensordicts: 'agents' has batch size torch.Size([3]) vs torch.Size([])
+    """
+    keys_a = set(actual.keys(True, True))
+    keys_b = set(expected.keys(True, True))
     assert keys_a == keys_b, f"{what}: different keys: {sorted(map(str, keys_a ^ keys_b))}"
-    assert a.batch_size == b.batch_size, f"{what}: batch sizes {a.batch_size} vs {b.batch_size}"
+    assert actual.batch_size == expected.batch_size, (
+        f"{what}: batch sizes {actual.batch_size} vs {expected.batch_size}"
+    )
+    for key in sorted(set(actual.keys(True)) - keys_a, key=str):  # the sub-tensordicts
+        try:
+            node_a, node_b = actual.get(key), expected.get(key)
+        except RuntimeError:  # inside a heterogeneous lazy stack: compared by leaves below
+            continue
+        assert type(node_a) is type(node_b), (
+            f"{what}: {key!r} is a {type(node_a).__name__} vs a {type(node_b).__name__}"
+        )
+        assert node_a.batch_size == node_b.batch_size, (
+            f"{what}: {key!r} has batch size {node_a.batch_size} vs {node_b.batch_size}"
+        )
     for key in sorted(keys_a, key=str):
-        values_a, values_b = _values(a, key), _values(b, key)
+        values_a, values_b = _values(actual, key), _values(expected, key)
         assert len(values_a) == len(values_b), f"{what}: {key!r} stacks differently"
         for value_a, value_b in zip(values_a, values_b):
             _assert_equal(value_a, value_b, f"{what}: {key!r}")

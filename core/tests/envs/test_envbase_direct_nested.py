@@ -315,7 +315,10 @@ def test_output_into_names_unknown_agents_and_bad_shapes():
 
 
 def test_layouts_the_arrays_cannot_hold():
-    layout, _ = _layout_and_arrays(action_mask=True)
+    layout, arrays = _layout_and_arrays(action_mask=True)
     assert not layout.supports_arrays
+    flags = {"scout_0": False}
+    with pytest.raises(ValueError, match="supports_arrays is False"):
+        layout.output_into(arrays, {"observation": {"scout_0": np.zeros(2)}}, flags, flags)
     layout, _ = _layout_and_arrays(done="root")
     assert not layout.supports_arrays

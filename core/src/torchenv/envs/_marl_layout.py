@@ -273,6 +273,7 @@ class MarlLayout:
             and not self.batch_size
             and not any(self.heterogeneous.values())
         )
+        self._supports_arrays = supports_arrays(self)
 
     # ------------------------------------------------------------------ specs
     def agent_group_of(self, agent: str) -> str:
@@ -764,7 +765,7 @@ class MarlLayout:
         """Whether :meth:`output_into` can write every output of this layout: unbatched,
         homogeneous groups with leaf observations, per-agent rewards and done flags, no infos
         or action masks (the direct path of :mod:`torchenv.envs._direct`)."""
-        return supports_arrays(self)
+        return self._supports_arrays
 
     def output_into(
         self,
@@ -801,6 +802,12 @@ class MarlLayout:
         >>> out[("a", "observation")].tolist(), out[("a", "done")].flatten().tolist()
         ([[1.0, 2.0], [0.0, 0.0]], [False, True])
         """
+        if not self._supports_arrays:
+            raise ValueError(
+                "MarlLayout.output_into: this layout has batch dims, heterogeneous groups, "
+                "Composite observations, infos, action masks or another done/reward layout "
+                "(supports_arrays is False); build the outputs with MarlLayout.output"
+            )
         return write_output(self, out, per_agent, terminated, truncated, root, acting)
 
     def tensordict_of_arrays(self, arrays: Mapping[Any, np.ndarray]) -> TensorDict:

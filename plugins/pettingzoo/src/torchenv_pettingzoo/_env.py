@@ -214,6 +214,21 @@ class PettingZooWrapper(EnvBase):
         env.reset(seed=seed, options=options)
         return {a: env.observe(a) for a in env.agents}, env.infos
 
+    def _parallel_step(self, actions: Mapping[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
+        """``ParallelEnv.step`` with the live agents' actions (``actions``: agent -> numpy
+        action); refuses agents leaving without ``use_mask``."""
+        env = self._env
+        writers = self._writers
+        result = env.step({a: writers[a](actions[a]) for a in env.agents})
+        obs = result[0]
+        if not self.use_mask and len(obs) != len(self.possible_agents):
+            gone = [a for a in self.possible_agents if a not in obs]
+            raise ValueError(
+                f"PettingZooWrapper: the agents {gone} have left the episode; use "
+                "use_mask=True for envs whose agents can leave (or done_on_any=True)"
+            )
+        return result
+
     def _skip_dead_turns(self, values: list[dict]) -> list[dict]:
         """AEC: pass the turns of agents that are done (PettingZoo's ``None`` action) while a
         live agent remains, so that the next agent to act can. ``values`` (PettingZoo's own
@@ -294,15 +309,7 @@ class PettingZooWrapper(EnvBase):
         writers = self._writers
         if self.parallel:
             actions = layout.split_actions(tensordict, numpy=True, categorical=True)
-            obs, rewards, terminated, truncated, infos = env.step(
-                {a: writers[a](actions[a]) for a in env.agents}
-            )
-            if not self.use_mask and len(obs) != len(self.possible_agents):
-                gone = [a for a in self.possible_agents if a not in obs]
-                raise ValueError(
-                    f"PettingZooWrapper: the agents {gone} have left the episode; use "
-                    "use_mask=True for envs whose agents can leave (or done_on_any=True)"
-                )
+            obs, rewards, terminated, truncated, infos = self._parallel_step(actions)
             return self._output(obs, infos, terminated, truncated, rewards, env.agents)
         agent = env.agent_selection
         env.step(
@@ -334,19 +341,9 @@ class PettingZooWrapper(EnvBase):
         return supported
 
     def _step_into(self, action: Any, out: dict) -> bool:
-        env = self._env
-        writers = self._writers
         actions = self._layout.split_action_tensors(action, categorical=True)
-        obs, rewards, terminated, truncated, _ = env.step(
-            {a: writers[a](actions[a]) for a in env.agents}
-        )
-        if not self.use_mask and len(obs) != len(self.possible_agents):
-            gone = [a for a in self.possible_agents if a not in obs]
-            raise ValueError(
-                f"PettingZooWrapper: the agents {gone} have left the episode; use "
-                "use_mask=True for envs whose agents can leave (or done_on_any=True)"
-            )
-        return self._write(out, obs, terminated, truncated, rewards, env.agents)
+        obs, rewards, terminated, truncated, _ = self._parallel_step(actions)
+        return self._write(out, obs, terminated, truncated, rewards, self._env.agents)
 
     def _reset_into(self, out: dict, mask: Any = None) -> None:
         seed, self._pending_seed = self._pending_seed, None

@@ -162,25 +162,11 @@ class DirectPlan:
             return TensorDict._new_unsafe(
                 entries, batch_size=batch_size, device=device, nested=False
             )
-        root: dict = {}
-        groups: dict = {}
-        for key, value in entries.items():
-            if type(key) is str:
-                root[key] = value
-            else:
-                inner = groups.get(key[0])
-                if inner is None:
-                    inner = groups[key[0]] = {}
-                inner[key[1]] = value
         nb = len(self.batch_size)
-        for group, inner in groups.items():
-            size = self.nodes[group]
-            if time is not None:
-                size = torch.Size((*size[:nb], time, *size[nb:]))
-            root[group] = TensorDict._new_unsafe(
-                inner, batch_size=size, device=device, nested=False
-            )
-        return TensorDict._new_unsafe(root, batch_size=batch_size, device=device, nested=False)
+        nodes = self.nodes
+        if time is not None:
+            nodes = {g: torch.Size((*s[:nb], time, *s[nb:])) for g, s in nodes.items()}
+        return nest_entries(entries, batch_size, nodes, device)
 
     def flatten(self, td: TensorDictBase) -> dict | None:
         """``key -> tensor`` of a plain TensorDict whose groups are this plan's (of their batch
@@ -200,6 +186,27 @@ class DirectPlan:
                     return None
                 out[(key, name)] = inner
         return out
+
+
+def nest_entries(entries: dict, batch_size: torch.Size, nodes: dict, device: Any) -> TensorDict:
+    """A TensorDict of ``entries`` (``key -> value``) whose ``(group, name)`` keys go to the
+    sub-tensordict ``group`` of batch size ``nodes[group]``; built without validation (the
+    values have the shapes of the specs)."""
+    root: dict = {}
+    groups: dict = {}
+    for key, value in entries.items():
+        if type(key) is str:
+            root[key] = value
+        else:
+            inner = groups.get(key[0])
+            if inner is None:
+                inner = groups[key[0]] = {}
+            inner[key[1]] = value
+    for group, inner in groups.items():
+        root[group] = TensorDict._new_unsafe(
+            inner, batch_size=nodes[group], device=device, nested=False
+        )
+    return TensorDict._new_unsafe(root, batch_size=batch_size, device=device, nested=False)
 
 
 def _draw_all(draws: tuple) -> Any:

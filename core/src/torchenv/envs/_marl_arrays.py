@@ -18,6 +18,7 @@ import numpy as np
 import torch
 from tensordict import TensorDict
 
+from torchenv.envs._direct import nest_entries
 from torchenv.envs._marl_data import MISSING, _describe, _strip_ones, fill_value
 from torchenv.specs import Composite
 
@@ -177,15 +178,7 @@ def split_action_tensors(
 def tensordict_of_arrays(layout: Any, arrays: Mapping[Any, np.ndarray]) -> TensorDict:
     """The TensorDict of the arrays (``(group, name)`` and root keys) that :func:`write_output`
     filled, sharing their memory; groups of batch ``(*batch, n)``."""
-    root: dict[str, Any] = {}
-    groups: dict[str, dict[str, torch.Tensor]] = {}
-    for key, array in arrays.items():
-        if type(key) is str:
-            root[key] = torch.from_numpy(array)
-        else:
-            groups.setdefault(key[0], {})[key[1]] = torch.from_numpy(array)
     batch = layout.batch_size
-    for group, entries in groups.items():
-        size = torch.Size((*batch, len(layout.group_map[group])))
-        root[group] = TensorDict._new_unsafe(entries, batch_size=size, device=layout.device)
-    return TensorDict._new_unsafe(root, batch_size=batch, device=layout.device)
+    nodes = {g: torch.Size((*batch, len(m))) for g, m in layout.group_map.items()}
+    tensors = {key: torch.from_numpy(array) for key, array in arrays.items()}
+    return nest_entries(tensors, batch, nodes, layout.device)

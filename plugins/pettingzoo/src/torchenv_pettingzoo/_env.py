@@ -296,12 +296,17 @@ class PettingZooWrapper(EnvBase):
             last = self._last_output()
             if last is not None:
                 return last.exclude(*self.reward_keys)
-        seed, self._pending_seed = self._pending_seed, None
-        obs, infos = self._raw_reset(seed, kwargs.get("options"))
+        obs, infos, live = self._new_episode(kwargs.get("options"))
         env = self._env
-        live = {a: False for a in env.agents}
         acting = env.agents if self.parallel else [env.agent_selection]
         return self._output(obs, infos, live, live, None, acting)
+
+    def _new_episode(self, options: Any) -> tuple[dict, dict, dict]:
+        """PettingZoo's reset (seeded once after ``set_seed``): observations, infos, and the
+        agents' done flags (all ``False``)."""
+        seed, self._pending_seed = self._pending_seed, None
+        obs, infos = self._raw_reset(seed, options)
+        return obs, infos, {a: False for a in self._env.agents}
 
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
         env = self._env
@@ -332,13 +337,7 @@ class PettingZooWrapper(EnvBase):
     _direct_io_nested_keys = True
 
     def _direct_io_supported(self) -> bool:
-        cache = self.__dict__["_cache"]  # emptied when the specs change
-        supported = cache.get("direct_io_pettingzoo")
-        if supported is None:
-            supported = cache["direct_io_pettingzoo"] = (
-                self.parallel and not self._has_info and self._layout.supports_arrays
-            )
-        return supported
+        return self.parallel and not self._has_info and self._layout.supports_arrays
 
     def _step_into(self, action: Any, out: dict) -> bool:
         actions = self._layout.split_action_tensors(action, categorical=True)
@@ -346,9 +345,7 @@ class PettingZooWrapper(EnvBase):
         return self._write(out, obs, terminated, truncated, rewards, self._env.agents)
 
     def _reset_into(self, out: dict, mask: Any = None) -> None:
-        seed, self._pending_seed = self._pending_seed, None
-        obs, _ = self._raw_reset(seed, None)
-        live = {a: False for a in self._env.agents}
+        obs, _, live = self._new_episode(None)
         self._write(out, obs, live, live, None, self._env.agents)
 
     def _write(

@@ -46,6 +46,7 @@ import multiprocessing as mp
 import os
 import signal
 import sys
+import threading
 import time
 import weakref
 from collections.abc import Callable, Sequence
@@ -252,6 +253,12 @@ class WorkerPool:
     ) -> None:
         state = self._state
         left, all_done = state.shared_sems
+        # the kernel's parent-death signal follows the thread that starts a worker: safe when
+        # that thread lives as long as this process (or is the forkserver's)
+        kernel_signal = (
+            ctx.get_start_method() == "forkserver"
+            or threading.current_thread() is threading.main_thread()
+        )
         for i in range(self.num_workers):
             go, done = ctx.Semaphore(0), ctx.Semaphore(0)
             parent_conn, child_conn = ctx.Pipe(duplex=True)
@@ -270,6 +277,7 @@ class WorkerPool:
                     child_conn,
                     parent_pid,
                     num_sub_threads,
+                    kernel_signal,
                 ),
                 daemon=self._daemon,  # default False: a worker may start processes of its own
             )

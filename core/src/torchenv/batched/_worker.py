@@ -19,8 +19,11 @@ Protocol of a worker (all objects created by the parent before the process start
   is released.
 * An exception sets status ``ERROR`` and sends ``(type name, message, traceback text)`` on the
   pipe (bounded in size, so the send never blocks) before the worker signals its end.
-* The worker ignores SIGINT (the parent handles Ctrl-C and closes it), and exits by itself when
-  its parent process disappears (checked every second while idle).
+* The worker ignores SIGINT (the parent handles Ctrl-C and closes it) and dies with its parent,
+  even when stuck in env code (:func:`die_with_parent`): on Linux the kernel sends it SIGKILL
+  when its parent thread exits (``prctl(PR_SET_PDEATHSIG)``), and a watchdog thread checks the
+  parent's pid twice a second (every platform; it covers env code that loops in Python or
+  sleeps, not C code that holds the GIL forever).
 
 Only ``torch``, ``tensordict`` and ``numpy`` are imported here; the environment's own imports
 happen when its constructor runs in the worker.
@@ -29,9 +32,13 @@ happen when its constructor runs in the worker.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import inspect
 import os
 import signal
+import sys
+import threading
+import time
 import traceback
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -367,6 +374,33 @@ def _parent_alive(parent_pid: int, first_ppid: int) -> bool:
     return True
 
 
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+_WATCHDOG_PERIOD = 0.5  # seconds between two looks at the parent's pid
+
+
+def die_with_parent(parent_pid: int, first_ppid: int, kernel_signal: bool) -> None:
+    """Make this worker die when its parent does, whatever the worker is doing.
+
+    ``kernel_signal``: also ask the kernel for SIGKILL when the parent *thread* exits (Linux).
+    That is only safe when the thread that started the worker lives as long as its process (the
+    main thread, or the forkserver), so the caller says so; the watchdog thread runs always.
+    """
+    if kernel_signal and sys.platform.startswith("linux"):
+        with contextlib.suppress(Exception):  # no libc / no prctl: the watchdog remains
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+    if not _parent_alive(parent_pid, first_ppid):  # died before the request above
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    def watch() -> None:
+        while True:
+            time.sleep(_WATCHDOG_PERIOD)
+            if not _parent_alive(parent_pid, first_ppid):
+                os.kill(os.getpid(), signal.SIGKILL)
+
+    threading.Thread(target=watch, name="torchenv-parent-watchdog", daemon=True).start()
+
+
 def worker_main(
     index: int,
     create_env_fn: Callable,
@@ -379,9 +413,12 @@ def worker_main(
     conn: Any,
     parent_pid: int,
     num_threads: int | None,
+    kernel_signal: bool = True,
 ) -> None:
     """Body of a ``ParallelEnv`` worker process (see the module docstring)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    first_ppid = os.getppid()  # the env's process, or the forkserver started by it
+    die_with_parent(parent_pid, first_ppid, kernel_signal)
     if num_threads is not None:
         torch.set_num_threads(num_threads)
     torch.set_grad_enabled(False)
@@ -417,7 +454,6 @@ def worker_main(
 
     send = conn.send
     recv = conn.recv
-    first_ppid = os.getppid()  # the env's process, or the forkserver started by it
     while True:
         if not go.acquire(timeout=1.0):
             if not _parent_alive(parent_pid, first_ppid):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import textwrap
 from typing import Any
 
 from torchenv.cli._format import progress, spec_lines, table, terminal_width, wrap_words
@@ -60,7 +61,8 @@ def cmd_backends(args: argparse.Namespace) -> int:
         _say()
     for info in problems:
         line = f"{info.name}: {info.reason}" + (f". {info.hint}" if info.hint else "")
-        _say(line if len(line) <= width else line[: width - 3] + "...")
+        # wrapped, never clipped: the hint is the part that says what to do
+        _say(textwrap.fill(line, width, subsequent_indent="  ", break_on_hyphens=False))
     disabled = disabled_plugins()
     if disabled:
         _say(f"disabled by TORCHENV_DISABLE_PLUGINS: {', '.join(disabled)}")

@@ -73,7 +73,9 @@ def check_supported(module: ModuleType) -> None:
     if name == "gym" and not legacy_gym_usable():
         raise ImportError(
             f"gym {version} needs numpy<2 (it uses np.bool8, removed in numpy 2); numpy "
-            f"{np.__version__} is installed. Use gymnasium, or install numpy<2 for gym."
+            f"{np.__version__} is installed. Do not downgrade numpy here: use gymnasium, or "
+            "legacy gym in a separate venv: python -m venv gym-venv && gym-venv/bin/pip install "
+            '"torchenv[gym]"'
         )
 
 

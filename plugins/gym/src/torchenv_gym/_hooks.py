@@ -16,20 +16,33 @@ _DIST = "torchenv-gym"
 _LIBRARIES = ("gymnasium", "gym")
 
 
-def _legacy_gym_needs() -> tuple[str, ...]:
-    """``("numpy<2",)`` when the installed gym (< 0.27, uses ``np.bool8``) sits next to numpy 2
-    (VMAS pulls gym 0.26 into numpy-2 venvs), else ``()``. Read from metadata: nothing imported.
+# What works when gym < 0.27 sits next to numpy 2: never "install numpy<2" here (that downgrades
+# numpy under every other package of the venv), but legacy gym in a venv of its own.
+GYM_VENV_HINT = (
+    "Use the gymnasium backend here, or legacy gym in a separate venv: "
+    'python -m venv gym-venv && gym-venv/bin/pip install "torchenv[gym]"'
+)
 
-    Declared as the gym backend's ``extra_distributions``: no distribution has that name, so
-    ``torchenv.backends()`` reports gym unavailable ("numpy<2 is not installed") instead of "ok".
+
+def _legacy_gym_problem() -> tuple[str, str] | None:
+    """``(reason, hint)`` when the installed gym (< 0.27, uses ``np.bool8``) sits next to numpy 2
+    (VMAS pulls gym 0.26 into numpy-2 venvs), else ``None``. Read from metadata: nothing imported.
+
+    The gym backend's ``compatibility`` check: ``torchenv.backends()`` reports it as
+    ``"unsupported version"``, says why and what works, instead of advising a numpy downgrade
+    that would break the other packages of the environment.
     """
     try:
         gym, numpy = metadata.version("gym"), metadata.version("numpy")
     except metadata.PackageNotFoundError:
-        return ()
+        return None
     if Version(gym) < Version("0.27") and Version(numpy) >= Version("2"):
-        return ("numpy<2",)
-    return ()
+        reason = (
+            f"gym {gym} cannot run with numpy {numpy} (gym < 0.27 uses np.bool8, removed in "
+            "numpy 2)"
+        )
+        return reason, GYM_VENV_HINT
+    return None
 
 
 @hookimpl
@@ -51,7 +64,7 @@ def torchenv_backends() -> list[Backend]:
             supported=">=0.23,<0.27",
             install='pip install "torchenv[gym]"',
             description="Legacy OpenAI gym envs (gym 0.23 to 0.26).",
-            extra_distributions=_legacy_gym_needs(),
+            compatibility=_legacy_gym_problem,
         ),
     ]
 

@@ -1,0 +1,132 @@
+"""``ProcessorAsyncEnvPool``: the asynchronous pool over ``ParallelEnv``'s worker processes.
+
+Each sub-env is one worker of a :class:`~torchenv.batched._pool.WorkerPool`, with its rows in
+the shared buffers. A command goes to ONE worker: its opcode in the control block, a release of
+its ``go`` semaphore (and, for a reset, its arguments on its pipe). The parent never counts the
+shared ``left`` semaphore down, so every worker that finishes a data command finds it empty and
+releases the shared ``all_done`` semaphore once (see :mod:`torchenv.batched._worker`): that
+semaphore counts the finished commands, and the workers whose opcode slot went back to 0 are
+the ones that finished (the slot is cleared before the release). Waiting on it, in slices of
+0.1 s with the workers' liveness checked between slices, reports a dead worker (SIGKILL,
+segfault) or one over the pool's ``timeout`` as :class:`~torchenv.batched.WorkerError`, as
+``ParallelEnv`` does.
+
+A finished worker found by scanning the slots may not have released ``all_done`` yet; its
+release is then still owed (``_owed``) and is taken before the next synchronous command, whose
+single wake-up on ``all_done`` must not be a stale one.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from torchenv.batched import _worker as W
+from torchenv.batched._async_pool import _OPS, AsyncEnvPool
+from torchenv.batched._parallel import ParallelEnv
+from torchenv.batched._pool import _SLICE
+
+__all__ = ["ProcessorAsyncEnvPool"]
+
+
+class ProcessorAsyncEnvPool(AsyncEnvPool, ParallelEnv):
+    """:class:`~torchenv.batched.AsyncEnvPool` with one worker process per sub-env.
+
+    Built by ``AsyncEnvPool(..., backend="multiprocessing")`` (or directly, same arguments).
+    Data moves through :class:`~torchenv.batched.ParallelEnv`'s shared-memory buffers; a
+    worker that dies or exceeds ``timeout`` raises :class:`~torchenv.batched.WorkerError` from
+    the ``recv`` waiting for it; :meth:`close` stops every worker, also with commands in
+    flight.
+
+    Examples:
+        >>> from torchenv.batched import AsyncEnvPool
+        >>> from torchenv.envs import PendulumEnv
+        >>> pool = AsyncEnvPool([PendulumEnv] * 2, backend="multiprocessing")
+        >>> pool.async_reset_send(env_index=[0, 1])
+        >>> pool.async_reset_recv(min_get=2)["env_index"].tolist()
+        [0, 1]
+        >>> pool.close()
+    """
+
+    backend = "multiprocessing"
+
+    def _clear_async(self) -> None:
+        super()._clear_async()
+        self.__dict__["_owed"] = 0  # all_done releases of workers already harvested
+
+    def _sync_dispatch(self, op, workers, args, reply):
+        if self.__dict__["_owed"]:
+            self._settle()
+        return ParallelEnv._dispatch(self, op, workers, args, reply)
+
+    def _settle(self) -> None:
+        """Take the ``all_done`` releases still owed by workers already harvested."""
+        d = self.__dict__
+        pool = d["_pool"]
+        start = time.monotonic()
+        while d["_owed"] > 0:
+            if pool._all_done(True, _SLICE):
+                d["_owed"] -= 1
+            elif time.monotonic() - start > 5.0:  # pragma: no cover - a worker lost its way
+                raise RuntimeError(
+                    "ProcessorAsyncEnvPool: a worker finished without signalling; the pool "
+                    "cannot be used any more (close() it)"
+                )
+
+    def _pool_or_closed(self):
+        pool = self.__dict__.get("_pool")
+        if pool is None:
+            raise W.EnvClosedError(
+                f"the {type(self).__name__} was closed (from another thread?); reset() starts "
+                "new sub-environments"
+            )
+        if pool.broken is not None:
+            raise RuntimeError(f"this {type(self).__name__} can no longer be used: {pool.broken}")
+        return pool
+
+    def _launch(self, op: int, i: int, arg: Any) -> None:
+        pool = self._pool_or_closed()
+        pool.ctl[2 * i] = op
+        pool._gos[i]()
+        if op == W.OP_RESET:
+            pool.conns[i].send(arg)
+
+    def _harvest(self, wait: float | None) -> list[tuple[int, int, Any]]:
+        d = self.__dict__
+        pool = self._pool_or_closed()
+        ctl, busy, status = pool.ctl, d["_busy"], d["_status"]
+        pending = [i for i in busy if i not in status]
+        deadline = None if wait is None else time.monotonic() + wait
+        while True:
+            done = [i for i in pending if not ctl[2 * i]]
+            if done:
+                break
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return []
+            else:
+                left = _SLICE
+            if pool._all_done(True, min(left, _SLICE)):
+                d["_owed"] -= 1  # a release: a finish, of a worker harvested now or before
+                continue
+            sent_at = d["_sent_at"]
+            for i in pending:  # raises WorkerError for a dead or hung worker
+                try:
+                    pool._check_alive(i, _OPS[busy[i]], sent_at[i])
+                except W.WorkerError:
+                    self._release(i)
+                    raise
+        out = []
+        for i in done:
+            code = ctl[2 * i + 1]
+            info = None
+            if code == W.STATUS_ERROR:
+                info = pool._recv(i, _OPS[busy[i]])[1]
+            out.append((i, code, info))
+        d["_owed"] += len(done)
+        return out
+
+    def _pid(self, i: int) -> int | None:
+        pool = self.__dict__.get("_pool")
+        return None if pool is None else pool.procs[i].pid

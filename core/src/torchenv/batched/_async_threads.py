@@ -1,0 +1,139 @@
+"""``ThreadingAsyncEnvPool``: the asynchronous pool over threads of this process.
+
+Each sub-env is one :class:`~torchenv.batched._worker.EnvRunner` of a
+:class:`~torchenv.batched.SerialEnv` (same buffers, same step code) and gets one thread,
+started with the sub-envs and stopped at :meth:`close`. A command goes on the thread's own
+queue; the thread runs it on its rows and puts ``(index, status, error)`` on one shared queue,
+which ``recv`` waits on. Synchronous commands run in the calling thread, as in ``SerialEnv``,
+while no asynchronous one is in flight.
+
+Threads pay off for sub-envs that wait (sleep, I/O, a simulator that releases the GIL); a
+Python-bound env gains nothing from them (the GIL), use processes then.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from typing import Any
+
+import torch
+
+from torchenv.batched import _worker as W
+from torchenv.batched._async_pool import AsyncEnvPool
+from torchenv.batched._serial import SerialEnv
+from torchenv.batched._worker import describe_exception
+
+__all__ = ["ThreadingAsyncEnvPool"]
+
+_JOIN_TIMEOUT = 10.0  # seconds a thread has to finish its command at close
+
+
+def _thread_main(runner: W.EnvRunner, index: int, inbox: queue.SimpleQueue, outbox) -> None:
+    torch.set_grad_enabled(False)
+    while True:
+        item = inbox.get()
+        if item is None:
+            return
+        op, arg = item
+        status, info = W.STATUS_OK, None
+        try:
+            if op == W.OP_STEP:
+                runner.step()
+            elif op == W.OP_STEP_AND_MAYBE_RESET:
+                if runner.step_and_maybe_reset():
+                    status = W.STATUS_ROOT_WRITTEN
+            else:
+                runner.reset(*arg)
+        except BaseException as err:  # reported by the recv that collects it
+            status, info = W.STATUS_ERROR, describe_exception(err)
+        outbox.put((index, status, info))
+
+
+class ThreadingAsyncEnvPool(AsyncEnvPool, SerialEnv):
+    """:class:`~torchenv.batched.AsyncEnvPool` with one thread per sub-env, in this process.
+
+    Built by ``AsyncEnvPool(..., backend="threading")`` (or directly, same arguments).
+    :attr:`envs` gives the sub-envs themselves. A sub-env stuck in a step cannot be stopped
+    (threads cannot be killed): ``recv(timeout=...)`` then raises :class:`TimeoutError`, and
+    :meth:`close` gives each thread ``10`` s before leaving it behind (daemonic).
+
+    Examples:
+        >>> from torchenv.batched import AsyncEnvPool
+        >>> from torchenv.envs import PendulumEnv
+        >>> pool = AsyncEnvPool([PendulumEnv] * 2)  # threading, TorchRL's default
+        >>> type(pool).__name__, pool.rollout(3).batch_size
+        ('ThreadingAsyncEnvPool', torch.Size([2, 3]))
+        >>> pool.close()
+    """
+
+    backend = "threading"
+
+    def _start(self) -> None:
+        SerialEnv._start(self)
+        d = self.__dict__
+        outbox: queue.SimpleQueue = queue.SimpleQueue()
+        inboxes, threads = [], []
+        for i, runner in enumerate(d["_runners"]):
+            inbox: queue.SimpleQueue = queue.SimpleQueue()
+            thread = threading.Thread(
+                target=_thread_main,
+                args=(runner, i, inbox, outbox),
+                name=f"torchenv-async-{i}",
+                daemon=True,
+            )
+            thread.start()
+            inboxes.append(inbox)
+            threads.append(thread)
+        d["_inboxes"], d["_threads"], d["_outbox"] = inboxes, threads, outbox
+
+    def _shutdown(self) -> None:
+        d = self.__dict__
+        inboxes, threads = d.pop("_inboxes", []), d.pop("_threads", [])
+        d.pop("_outbox", None)
+        for inbox in inboxes:
+            inbox.put(None)
+        deadline = time.monotonic() + _JOIN_TIMEOUT
+        for thread in threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        AsyncEnvPool._shutdown(self)  # closes the sub-envs (SerialEnv), forgets the commands
+
+    def _sync_dispatch(self, op, workers, args, reply):
+        return SerialEnv._dispatch(self, op, workers, args, reply)
+
+    def _launch(self, op: int, i: int, arg: Any) -> None:
+        inboxes = self.__dict__.get("_inboxes")
+        if inboxes is None:
+            raise W.EnvClosedError(
+                f"the {type(self).__name__} was closed (from another thread?); reset() starts "
+                "new sub-environments"
+            )
+        inboxes[i].put((op, arg))
+
+    def _harvest(self, wait: float | None) -> list[tuple[int, int, Any]]:
+        outbox = self.__dict__.get("_outbox")
+        if outbox is None:
+            raise W.EnvClosedError(
+                f"the {type(self).__name__} was closed (from another thread?) while waiting"
+            )
+        out = []
+        try:
+            if wait is None:
+                while True:  # in slices: a close from another thread is noticed
+                    try:
+                        out.append(outbox.get(timeout=0.1))
+                        break
+                    except queue.Empty:
+                        if self.__dict__.get("_outbox") is not outbox:
+                            raise W.EnvClosedError(
+                                f"the {type(self).__name__} was closed (from another thread?) "
+                                "while waiting"
+                            ) from None
+            elif wait > 0:
+                out.append(outbox.get(timeout=wait))
+            while True:
+                out.append(outbox.get_nowait())
+        except queue.Empty:
+            pass
+        return out

@@ -146,3 +146,29 @@ def test_hanging_list_hook_is_skipped_with_a_warning_for_other_bare_ids(site, mo
         assert env.env_id == "Quick-v0"
     finally:
         sys.modules["tev_hang"].RELEASE.set()
+
+
+def test_plugin_whose_import_hangs_is_reported_and_others_still_load(site, monkeypatch):
+    """A hook module stuck at import (a lock never released) fails to load after
+    ``TORCHENV_PLUGIN_LOAD_TIMEOUT`` seconds; make()/backends() work for every other backend."""
+    site.dist(
+        "torchenv-stuck",
+        "1.0",
+        entry_points={"tevstuck": "tev_stuck"},
+        modules={"tev_stuck": "import threading\nRELEASE = threading.Event()\nRELEASE.wait(600)\n"},
+    )
+    site.plugin("tevquick2", envs=("Quick2-v0",))
+    monkeypatch.setenv("TORCHENV_PLUGIN_LOAD_TIMEOUT", "0.5")
+    try:
+        infos = {b.name: b for b in registry.backends()}
+        assert registry.make("Quick2-v0").env_id == "Quick2-v0"
+        assert type(registry.make("builtin:Pendulum")).__name__ == "PendulumEnv"
+        failed = [r for r in registry.plugins() if r.name == "tevstuck"]
+        assert len(failed) == 1 and isinstance(failed[0].error, TimeoutError)
+        message = str(failed[0].error)
+        assert "tev_stuck" in message and "TORCHENV_DISABLE_PLUGINS=tevstuck" in message
+        assert "tevquick2" in infos
+    finally:
+        module = sys.modules.get("tev_stuck")
+        if module is not None and hasattr(module, "RELEASE"):
+            module.RELEASE.set()

@@ -119,10 +119,11 @@ class BatchedEnvBase(EnvBase):
             ``True`` unless a sub-env has dynamic specs or non-tensor entries (then data is
             sent as TensorDicts and outputs are lazily stacked). ``True`` is refused for
             dynamic specs and accepted, but without buffers, for non-tensor entries.
-        timeout: seconds a worker may take to answer one command before it is declared hung
-            and a :class:`~torchenv.batched.WorkerError` is raised (``ParallelEnv``; a
+        timeout: seconds a worker may take to answer one command (counted from its last
+            :func:`~torchenv.batched.heartbeat`, if its env calls it) before it is declared
+            hung and a :class:`~torchenv.batched.WorkerError` is raised (``ParallelEnv``; a
             ``SerialEnv`` runs in this process and cannot be interrupted). Default: the
-            ``TORCHENV_BATCHED_TIMEOUT`` environment variable, else 600.
+            ``TORCHENV_BATCHED_TIMEOUT`` environment variable, else 60.
         metadata_from_workers: ``ParallelEnv`` only: start the workers at construction and
             take the specs from the envs they build, instead of building one env in this
             process to read them (for envs that cannot or should not be built here). Data

@@ -61,7 +61,8 @@ from torchenv.batched._shared import BufferGroup, FlatBuffer
 __all__ = ["WorkerPool", "default_start_method"]
 
 _SLICE = 0.1  # seconds between liveness checks while waiting on a worker
-_TIMEOUT = float(os.environ.get("TORCHENV_BATCHED_TIMEOUT", "600"))  # default for a hung step, s
+# default for a hung command, s: since the worker's last heartbeat (``torchenv.batched.heartbeat``)
+_TIMEOUT = float(os.environ.get("TORCHENV_BATCHED_TIMEOUT", "60"))
 _SHUTDOWN_TIMEOUT = 10.0  # grace period for a worker to close its env
 
 _LIVE_POOLS: set = set()  # finalizers of the pools still open, closed at interpreter exit
@@ -156,8 +157,9 @@ class WorkerPool:
         start_method: multiprocessing start method.
         num_sub_threads: torch threads in each worker.
         memmap: buffers in a memory-mapped file rather than in shared memory.
-        timeout: seconds a command may take before the worker is declared hung
-            (:class:`WorkerError`); default ``TORCHENV_BATCHED_TIMEOUT``, else 600.
+        timeout: seconds a command may run past the worker's last heartbeat before the worker
+            is declared hung (:class:`WorkerError`); default ``TORCHENV_BATCHED_TIMEOUT``,
+            else 60.
         daemon: start daemonic workers.
         shutdown_timeout: seconds a worker has to close its env before it is killed (10).
     """
@@ -195,11 +197,15 @@ class WorkerPool:
                 nbytes += group.nbytes
         ctl_offset = nbytes
         nbytes += 8 * self.num_workers
+        beat_offset = nbytes  # one heartbeat counter per worker, after the control block
+        nbytes += 4 * self.num_workers
         buffer = state.buffer = FlatBuffer(nbytes, shared=True, memmap=memmap)
         if groups is not None:
             for group in groups.values():
                 group.bind(buffer, group.offset)
         state.ctl = self.ctl = buffer.int32_view(ctl_offset, 2 * self.num_workers)
+        self._beats = buffer.int32_view(beat_offset, self.num_workers)
+        self._beat_seen: dict[int, tuple[int, float]] = {}  # worker: (counter, when it moved)
 
         finalizer_ref: list = []
         finalizer = weakref.finalize(self, _shutdown, state, finalizer_ref)
@@ -224,6 +230,7 @@ class WorkerPool:
                     ctl_offset,
                     parent_pid,
                     num_sub_threads,
+                    beat_offset,
                 )
         except BaseException:
             self.close()
@@ -250,6 +257,7 @@ class WorkerPool:
         ctl_offset,
         parent_pid,
         num_sub_threads,
+        beat_offset,
     ) -> None:
         state = self._state
         left, all_done = state.shared_sems
@@ -278,6 +286,7 @@ class WorkerPool:
                     parent_pid,
                     num_sub_threads,
                     kernel_signal,
+                    beat_offset,
                 ),
                 daemon=self._daemon,  # default False: a worker may start processes of its own
             )
@@ -455,11 +464,18 @@ class WorkerPool:
                     how = f"killed by {sig}"
             self.broken = f"worker {i} (pid {proc.pid}) died ({how}) during {W.op_name(op)}"
             raise W.WorkerError(self.broken, i, pid=proc.pid, signal=sig, exitcode=code)
-        if self.ctl[2 * i] and time.monotonic() - start > self.timeout:  # still busy
+        if not self.ctl[2 * i]:  # idle: it answered
+            return
+        now = time.monotonic()
+        beat, seen = self._beats[i], self._beat_seen.get(i)
+        if seen is None or seen[0] != beat:
+            self._beat_seen[i] = seen = (beat, now)
+        if now - max(start, seen[1]) > self.timeout:
             self.broken = (
                 f"worker {i} (pid {proc.pid}) did not answer {W.op_name(op)} within "
-                f"{self.timeout:g} s (the batched env's timeout= argument, default "
-                "TORCHENV_BATCHED_TIMEOUT or 600 s)"
+                f"{self.timeout:g} s of its last sign of progress (the batched env's timeout= "
+                "argument, default TORCHENV_BATCHED_TIMEOUT or 60 s; env code may call "
+                "torchenv.batched.heartbeat() to extend it)"
             )
             self._state.hung.add(i)
             raise W.WorkerError(self.broken, i, pid=proc.pid)

@@ -49,7 +49,14 @@ from tensordict import TensorDict, TensorDictBase
 
 from torchenv.batched._shared import Key, build_td, write_row
 
-__all__ = ["CallableMarker", "EnvClosedError", "EnvRunner", "WorkerError", "worker_main"]
+__all__ = [
+    "CallableMarker",
+    "EnvClosedError",
+    "EnvRunner",
+    "WorkerError",
+    "heartbeat",
+    "worker_main",
+]
 
 # opcodes (control block slot ``2 * index``)
 OP_STEP = 1
@@ -375,6 +382,26 @@ def _parent_alive(parent_pid: int, first_ppid: int) -> bool:
 
 
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
+_BEAT: list = []  # in a worker process: [heartbeat slot view, its index]
+
+
+def heartbeat() -> None:
+    """Tell the ``ParallelEnv`` waiting on this worker that its long command is progressing.
+
+    The parent declares a worker hung when a command has run for ``timeout`` seconds (default
+    60) since the worker's last heartbeat: env code with steps that may legitimately take
+    longer (a long physics integration, a planner) calls this now and then. A no-op outside a
+    ``ParallelEnv`` worker, so env code may call it unconditionally.
+
+    Examples:
+        >>> from torchenv.batched import heartbeat
+        >>> heartbeat()  # in this process: nothing to tell
+    """
+    if _BEAT:
+        view, slot = _BEAT
+        view[slot] = (view[slot] + 1) & 0x3FFFFFFF
+
+
 _WATCHDOG_PERIOD = 0.5  # seconds between two looks at the parent's pid
 
 
@@ -414,6 +441,7 @@ def worker_main(
     parent_pid: int,
     num_threads: int | None,
     kernel_signal: bool = True,
+    beat_offset: int | None = None,
 ) -> None:
     """Body of a ``ParallelEnv`` worker process (see the module docstring)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -425,6 +453,8 @@ def worker_main(
 
     ctl = buffer.int32_view(ctl_offset, 2 * (index + 1))
     op_slot, status_slot = 2 * index, 2 * index + 1
+    if beat_offset is not None:
+        _BEAT[:] = [buffer.int32_view(beat_offset, index + 1), index]
 
     init_error: tuple[str, str, str] | None = None
     runner = None

@@ -8,7 +8,10 @@ load, ``os._exit`` called from the loading thread raises :class:`PluginExitError
 ending the process (other threads keep the real one). What no in-process guard can stop (a
 hook module that hangs on import, or ends the process some other way, e.g. ``posix._exit`` or
 a crash in native code) is silenced with ``TORCHENV_DISABLE_PLUGINS="a,b"``, which skips entry
-points (or distributions) by name.
+points (or distributions) by name. A hook module whose import does not finish within
+``TORCHENV_PLUGIN_LOAD_TIMEOUT`` seconds (default 30) is recorded as failed with a
+``TimeoutError`` naming it and left importing in a daemon thread, so that one plugin stuck
+at import never blocks :func:`make` or :func:`backends` for the others.
 
 The core's own ``builtin`` backend always owns its name: a third-party plugin that declares
 ``builtin`` (as its name or an alias) loses it; a name two third-party plugins declare is
@@ -36,6 +39,7 @@ from torchenv.registry._hookspecs import PROJECT, Backend
 
 ENTRY_POINT_GROUP = "torchenv"
 DISABLE_ENV_VAR = "TORCHENV_DISABLE_PLUGINS"
+LOAD_TIMEOUT_ENV_VAR = "TORCHENV_PLUGIN_LOAD_TIMEOUT"
 CORE_PLUGIN = "builtin"  # the entry point of the core's own backends
 CORE_TARGET = "torchenv.registry._builtin"
 
@@ -63,6 +67,34 @@ def _exit_error(err: BaseException) -> Exception:
     if isinstance(err, SystemExit):
         return PluginExitError(f"called sys.exit({err.code!r})")
     return err  # type: ignore[return-value]
+
+
+def _load_bounded(ep: metadata.EntryPoint) -> Any:
+    """``ep.load()`` (guarded by :func:`_no_exit`) in a daemon thread, waited on for at most
+    ``TORCHENV_PLUGIN_LOAD_TIMEOUT`` seconds; raises what it raised, or ``TimeoutError``."""
+    timeout = float(os.environ.get(LOAD_TIMEOUT_ENV_VAR, "30"))
+    result: list = []
+
+    def load() -> None:
+        try:
+            with _no_exit():
+                result.append((True, ep.load()))
+        except BaseException as err:  # reported by the caller, as a plugin that raises
+            result.append((False, err))
+
+    thread = threading.Thread(target=load, name=f"torchenv-load-{ep.name}", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if not result:
+        raise TimeoutError(
+            f"importing its hook module {ep.value!r} did not finish within {timeout:g} s "
+            f"({LOAD_TIMEOUT_ENV_VAR}); it was left importing in the background. Skip it with "
+            f"{DISABLE_ENV_VAR}={ep.name}"
+        )
+    ok, value = result[0]
+    if not ok:
+        raise value
+    return value
 
 
 def is_core(record: PluginRecord) -> bool:
@@ -198,8 +230,8 @@ def _discover() -> _State:
             state.failed.append(_replace(record, error=error))
             continue
         try:
-            with _no_exit():
-                plugin = ep.load()
+            # the core's own module is imported already: no thread for it
+            plugin = ep.load() if ep.value == CORE_TARGET else _load_bounded(ep)
         except (Exception, SystemExit) as err:
             state.failed.append(_replace(record, error=_exit_error(err)))
             continue

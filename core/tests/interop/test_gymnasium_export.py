@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -137,3 +140,20 @@ def test_register_gym_as_torchrl_spells_it():
     assert isinstance(numpy_env.reset(seed=0)[0], np.ndarray)
     with pytest.raises(ValueError, match="gymnasium only"):
         CartPoleEnv.register_gym("TorchenvTestCartPole-v1", backend="gym")
+
+
+@pytest.mark.parametrize("batch_size", [(), (2,)])
+def test_refuses_a_multi_agent_env_up_front(batch_size):
+    """One group means one action and one reward entry, but per agent: refused before reset."""
+    sys.path.insert(0, str(Path(__file__).parent.parent / "envs"))
+    try:
+        from _marl_mocks import AGENTS, MarlMockEnv
+    finally:
+        sys.path.pop(0)
+    env = MarlMockEnv(batch_size=batch_size, group_map={"agents": AGENTS})
+    assert len(env.action_keys) == 1 and len(env.reward_keys) == 1
+    resets = []
+    env._reset = lambda *a, **k: resets.append(1)  # never called: refused up front
+    with pytest.raises(TypeError, match=r"single-agent envs; MarlMockEnv is multi-agent.*4, 1"):
+        torchenv.to_gymnasium(env)
+    assert resets == []

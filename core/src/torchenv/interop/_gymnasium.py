@@ -39,6 +39,7 @@ class _Layout:
                 f"actions {env.action_keys} and rewards {env.reward_keys} (multi-agent envs "
                 "have no gymnasium.Env form)"
             )
+        _refuse_multi_agent(env)
         self.action_key = env.action_keys[0]
         self.reward_key = env.reward_keys[0]
         done_keys = set(env.done_keys)
@@ -89,6 +90,27 @@ class _Layout:
 
     def reward(self, next_td: TensorDictBase) -> np.ndarray:
         return next_td.get(self.reward_key).reshape(self.batch_size).detach().cpu().numpy()
+
+
+def _refuse_multi_agent(env: EnvBase) -> None:
+    """Refuse, before anything is reset or stepped, an env whose reward is not one per sub-env.
+
+    A multi-agent env with one group (VMAS, PettingZoo's MPE) has one action and one reward entry,
+    but per agent: gymnasium has no form for it.
+    """
+    batch = tuple(env.batch_size)
+    reward_key = env.reward_keys[0]
+    shape = tuple(env.full_reward_spec[reward_key].shape)
+    per_env = shape[len(batch) :]
+    group_map = getattr(env, "group_map", None)
+    if per_env not in ((), (1,)):
+        groups = f" (agent groups {dict(group_map)})" if group_map else ""
+        raise TypeError(
+            f"to_gymnasium exports single-agent envs; {type(env).__name__} is multi-agent"
+            f"{groups}: its reward {reward_key!r} has shape {list(shape)} for batch size "
+            f"{list(batch)}, one per agent. Use it through torchenv's API (rollout, "
+            "step_and_maybe_reset) or export a single-agent env."
+        )
 
 
 def _copy(tensor: Any) -> np.ndarray:

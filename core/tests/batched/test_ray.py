@@ -20,7 +20,9 @@ from torchenv.envs.builtin import CartPoleEnv, PendulumEnv
 from torchenv.specs import Bounded, Composite, Unbounded
 from torchenv.testing import BatchedEnvConformanceTests
 
-pytestmark = [pytest.mark.ray, pytest.mark.usefixtures("ray_local")]
+# One local Ray per test process: under pytest-xdist (--dist loadgroup) every Ray test runs on the
+# same worker, so the session starts one Ray, not one per worker.
+pytestmark = [pytest.mark.ray, pytest.mark.usefixtures("ray_local"), pytest.mark.xdist_group("ray")]
 
 
 @pytest.fixture(autouse=True)

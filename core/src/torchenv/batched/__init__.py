@@ -13,6 +13,7 @@ from torchenv.batched._creator import EnvCreator
 from torchenv.batched._parallel import ParallelEnv
 from torchenv.batched._ray import RayParallelEnv
 from torchenv.batched._serial import SerialEnv
+from torchenv.batched._spec_check import SpecMismatchError
 from torchenv.batched._worker import EnvClosedError, WorkerError, heartbeat
 
 __all__ = [
@@ -23,6 +24,7 @@ __all__ = [
     "ProcessorAsyncEnvPool",
     "RayParallelEnv",
     "SerialEnv",
+    "SpecMismatchError",
     "ThreadingAsyncEnvPool",
     "WorkerError",
     "heartbeat",

@@ -27,7 +27,8 @@ from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
 
 from torchenv.batched import _worker as W
 from torchenv.batched._creator import EnvCreator, _meta_data
-from torchenv.batched._shared import BufferGroup, FlatBuffer, build_td, getter, leaves_of
+from torchenv.batched._shared import BufferGroup, FlatBuffer, build_td, getter
+from torchenv.batched._spec_check import check_specs, layout_leaves
 from torchenv.batched._view import check_view, close_view
 from torchenv.envs import EnvBase
 from torchenv.specs import Composite
@@ -385,25 +386,9 @@ class BatchedEnvBase(EnvBase):
     def _make_groups(self, metas: list[dict]) -> dict[str, BufferGroup]:
         per_worker: dict[str, list] = {"in": [], "next": [], "root": []}
         for meta in metas:
-            ins, outs = meta["input_spec"], meta["output_spec"]
-            obs = outs["full_observation_spec"].zero()
-            done = outs["full_done_spec"].zero()
-            state = ins["full_state_spec"].zero()
-            inputs = ins["full_action_spec"].zero()
-            inputs.update(state)
-            for key in done.keys(True, True):
-                k = _tuple(key)
-                if k[-1] == "done":
-                    inputs.set((*k[:-1], "_reset"), done.get(key))
-            nxt = obs.clone()
-            nxt.update(outs["full_reward_spec"].zero())
-            nxt.update(done)
-            root = obs.clone()
-            root.update(done)
-            root.update(state)
-            per_worker["in"].append(leaves_of(inputs))
-            per_worker["next"].append(leaves_of(nxt))
-            per_worker["root"].append(leaves_of(root))
+            leaves = layout_leaves(meta["input_spec"], meta["output_spec"])
+            for name, rows in per_worker.items():
+                rows.append(leaves[name])
         dense = not self.share_individual_td and all(
             per_worker["next"][0] == p for p in per_worker["next"][1:]
         )
@@ -439,9 +424,28 @@ class BatchedEnvBase(EnvBase):
         self.__dict__["_cache"].pop("batched_root_plan", None)  # it holds buffer views
         self.__dict__["_root_stale"] = set()
         self._start()
+        if self.__dict__.get("_view_link") is None:
+            try:
+                self._check_worker_specs()
+            except BaseException:
+                self._shutdown()
+                raise
         self.__dict__["_started"] = True
         self.__dict__["_closed_after_start"] = False
         self.is_closed = False
+
+    def _check_worker_specs(self) -> None:
+        """Compare, once at start, each sub-env's specs (keys, dtypes, shapes) with those the
+        batched env announced and laid its buffers out from: a factory that builds another env
+        in a worker raises :class:`~torchenv.batched.SpecMismatchError` naming the worker and
+        the entry, instead of having its data broadcast or cast into the buffers. Two
+        round trips that carry the specs, no data."""
+        n = self.num_workers
+        workers = range(n)
+        inputs = self._dispatch(W.OP_GETATTR, workers, ["input_spec"] * n, reply=True)
+        outputs = self._dispatch(W.OP_GETATTR, workers, ["output_spec"] * n, reply=True)
+        for i, meta in enumerate(self.__dict__["_metas"]):
+            check_specs(i, meta, inputs[i], outputs[i])
 
     def _start(self) -> None:
         raise NotImplementedError

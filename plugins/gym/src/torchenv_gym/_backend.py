@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import importlib.util
 from types import ModuleType
 
 import numpy as np
@@ -91,13 +92,37 @@ def legacy_gym_usable() -> bool:
     return Version(np.__version__) < Version("2")
 
 
-def registered_ids(module: ModuleType) -> list[str]:
+# Packages whose envs gymnasium >= 1.0 registers only once they are imported (no plugin entry
+# points any more): id prefix -> module. Imported when installed, on first need (ale_py: 0.3 s).
+EXTERNAL_ENVS = {"ALE/": "ale_py"}
+
+
+def register_external_envs(module: ModuleType) -> None:
+    """Register the envs of the installed packages of :data:`EXTERNAL_ENVS` (``ale_py``: the
+    ``ALE/...`` Atari envs) with gymnasium; nothing for gym or packages not installed."""
+    if module.__name__ != "gymnasium":
+        return
+    for name in EXTERNAL_ENVS.values():
+        if name not in _registered_external and importlib.util.find_spec(name) is not None:
+            _registered_external.add(name)
+            importlib.import_module(name)  # registers its envs on import
+
+
+_registered_external: set[str] = set()
+
+
+def registered_ids(module: ModuleType, external: bool = True) -> list[str]:
     """The env ids registered with a gym-like module, sorted (namespaced ids included).
+
+    With ``external`` the envs of installed packages that gymnasium does not load by itself are
+    registered first (``ale_py``: ``"ALE/Pong-v5"``...).
 
     >>> import gymnasium
     >>> "CartPole-v1" in registered_ids(gymnasium)
     True
     """
+    if external:
+        register_external_envs(module)
     registry = module.envs.registry
     specs = getattr(registry, "env_specs", registry)  # gym < 0.24 wraps the dict
     return sorted(str(k) for k in specs)

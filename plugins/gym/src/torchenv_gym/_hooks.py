@@ -87,7 +87,9 @@ def torchenv_make_env(backend: str, env_id: str, kwargs: dict[str, Any]) -> Any:
     from torchenv_gym._env import GymEnv
 
     with set_gym_backend(backend) as chosen:
-        known = registered_ids(chosen.backend)
+        known = registered_ids(chosen.backend, external=False)
+        if env_id not in known:  # ALE/...: registered once ale_py is imported
+            known = registered_ids(chosen.backend)
         if env_id not in known:
             from torchenv.registry import UnknownEnvError
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from torchenv_gym._backend import set_gym_backend
+from torchenv_gym._backend import EXTERNAL_ENVS, register_external_envs, set_gym_backend
 
 __all__ = ["make_raw_loop"]
 
@@ -24,6 +24,8 @@ def make_raw_loop(backend: str, env_id: str, kwargs: dict[str, Any]) -> Callable
     mode = options.pop("vectorization_mode", None) or "sync"
     with set_gym_backend(backend) as chosen:
         gym = chosen.backend
+        if env_id.startswith(tuple(EXTERNAL_ENVS)):
+            register_external_envs(gym)
         if num_envs:
             if not hasattr(gym, "make_vec"):
                 raise NotImplementedError("num_envs needs gymnasium>=1.0 for the raw loop")

@@ -30,7 +30,7 @@ from tensordict import TensorDict, TensorDictBase
 from torchenv.batched import _worker as W
 from torchenv.batched._base import BatchedEnvBase, _tuple
 from torchenv.batched._parallel import _ParallelMeta
-from torchenv.batched._shared import write_row
+from torchenv.batched._shared import build_td, getter, write_row
 from torchenv.envs import EnvBase
 from torchenv.envs._common import _EnvMeta
 
@@ -78,8 +78,9 @@ class AsyncEnvPool(BatchedEnvBase, metaclass=_AsyncMeta):
     Asynchronous use: ``async_*_send(td, env_index=...)`` starts the command on the sub-envs
     ``env_index`` names (an int, a list, or the ``"env_index"`` entry of ``td``; without
     either, a ``td`` of the pool's batch size is for every sub-env) and returns at once;
-    ``async_*_recv(min_get=..., max_get=..., env_index=..., timeout=...)`` waits for at least ``min_get`` of them and returns the finished ones (at most ``max_get``), sorted by
-    index, each row tagged with its ``"env_index"``. A sub-env can have one command in flight.
+    ``async_*_recv(min_get=..., max_get=..., env_index=..., timeout=...)`` waits for at least
+    ``min_get`` of them and returns the finished ones (at most ``max_get``), sorted by index,
+    each row tagged with its ``"env_index"``. A sub-env can have one command in flight.
     Synchronous use (``reset``, ``step``, ``step_and_maybe_reset``, ``rollout``) is that of a
     :class:`~torchenv.batched.ParallelEnv` (row ``i`` is sub-env ``i``; no ``"env_index"``),
     allowed while no asynchronous command is in flight.
@@ -186,6 +187,8 @@ class AsyncEnvPool(BatchedEnvBase, metaclass=_AsyncMeta):
         d["_sent"] = {}  # sub-env -> (input tensordict, row) of a step in flight
         d["_finished"] = {STEP: [], STEP_AND_MAYBE_RESET: [], RESET: []}  # in finishing order
         d["_status"] = {}  # finished sub-env -> (status, error info or None)
+        d.setdefault("_index_cache", {})
+        d["_cache"].pop("async_in_writers", None)  # buffer views: rebuilt after a restart
 
     @property
     def busy(self) -> list[int]:
@@ -297,18 +300,18 @@ class AsyncEnvPool(BatchedEnvBase, metaclass=_AsyncMeta):
                     f"{what}: the tensordict has batch_size {tuple(tensordict.batch_size)}; "
                     f"expected {tuple(expected)} (one row per sub-env in env_index={ids})."
                 )
-            tensordict = tensordict.exclude(ENV_INDEX_KEY)
+            tensordict = tensordict.copy()  # entries set on the caller's td later stay out
         if kind != RESET:
             if tensordict is None:
                 raise TypeError(f"{what}: a tensordict with the actions is required.")
             self._check_actions(tensordict, len(ids), what)
-            self._write_rows(tensordict, ids, with_reset=False)
+            self._write_rows(tensordict, ids)
             args: list = [None] * len(ids)
         else:
             keys = None
             if tensordict is not None:
                 keys = [_tuple(k) for k in self.state_keys if tensordict.get(k, None) is not None]
-                self._write_rows(tensordict, ids, with_reset=False)
+                self._write_rows(tensordict, ids)
             args = [(keys, kwargs)] * len(ids)
         now = time.monotonic()
         sent, sent_at, op = d["_sent"], d["_sent_at"], _OPS[kind]
@@ -325,11 +328,16 @@ class AsyncEnvPool(BatchedEnvBase, metaclass=_AsyncMeta):
                     sent.pop(j, None)
                 raise
 
-    def _check_actions(self, tensordict: TensorDictBase, k: int, what: str) -> None:
+    def _action_shapes(self) -> list:
         spec = self.full_action_spec
-        for key in self.action_keys:
+        return [(key, spec[key].shape[1:]) for key in self.action_keys]
+
+    def _check_actions(self, tensordict: TensorDictBase, k: int, what: str) -> None:
+        for key, tail in self._cached("async_action_shapes", self._action_shapes):
             value = tensordict.get(key, None)
-            shape = torch.Size([k, *spec[key].shape[1:]])
+            if value is not None and value.shape[0] == k and value.shape[1:] == tail:
+                continue
+            shape = torch.Size([k, *tail])
             if value is None:
                 raise KeyError(
                     f"{what}: the tensordict has no action {key!r} (expected shape {tuple(shape)})."
@@ -340,17 +348,21 @@ class AsyncEnvPool(BatchedEnvBase, metaclass=_AsyncMeta):
                     f"{tuple(shape)}."
                 )
 
-    def _write_rows(self, tensordict: TensorDictBase, ids: list[int], with_reset: bool) -> None:
+    def _in_writers(self) -> list:
+        """``(getter, block)`` of the input rows a send writes (not the ``"_reset"`` flags)."""
+        return [(getter(k), b) for k, b in self._groups["in"].blocks if k[-1] != "_reset"]
+
+    def _write_rows(self, tensordict: TensorDictBase, ids: list[int]) -> None:
         group = self._groups["in"]
         with torch.no_grad():
             if group.dense:
-                idx = torch.as_tensor(ids, dtype=torch.long)
-                for key, block in group.blocks:
-                    if not with_reset and key[-1] == "_reset":
-                        continue
-                    value = tensordict.get(key, None)
+                idx = self._index(ids)
+                for get, block in self._cached("async_in_writers", self._in_writers):
+                    value = get(tensordict)
                     if value is not None:
-                        block[idx] = value.to(block.device, block.dtype)
+                        if value.dtype != block.dtype or value.device != block.device:
+                            value = value.to(block.device, block.dtype)
+                        block.index_copy_(0, idx, value.reshape(len(ids), *block.shape[1:]))
             else:
                 for row, i in enumerate(ids):
                     write_row(group.writers[i], tensordict[row])
@@ -387,10 +399,10 @@ class AsyncEnvPool(BatchedEnvBase, metaclass=_AsyncMeta):
                     f"{what}: no {kind} in flight (in flight: {self._describe_busy()}); call "
                     f"async_{kind}_send first."
                 )
-            min_get = d["min_get"] if min_get is None else min_get
+            if min_get is None:  # the pool's default: recv_size, or fewer if fewer are left
+                min_get = min(d["min_get"], len(in_flight))
             if max_get is None and d["max_get"] is not None:
                 max_get = max(d["max_get"], min_get)
-            min_get = min(min_get, len(in_flight)) if d["recv_size"] else min_get
             if min_get > len(in_flight):
                 raise RuntimeError(
                     f"{what}: cannot await {min_get} sub-envs when only {len(in_flight)} "
@@ -426,10 +438,10 @@ class AsyncEnvPool(BatchedEnvBase, metaclass=_AsyncMeta):
         errors = [i for i in taken if status[i][1] is not None]
         if errors:  # the failed sub-envs are released; the others stay available
             finished[:0] = [i for i in taken if i not in errors]
+            first, info = errors[0], status[errors[0]][1]
             for i in errors:
                 self._release(i)
-            first = errors[0]
-            err = W.make_worker_error(first, self._pid(first), _OPS[kind], status[first][1])
+            err = W.make_worker_error(first, self._pid(first), _OPS[kind], info)
             if len(errors) > 1:
                 err.args = (err.args[0] + f"\n(sub-envs {errors[1:]} failed too)",)
             raise err
@@ -457,37 +469,56 @@ class AsyncEnvPool(BatchedEnvBase, metaclass=_AsyncMeta):
         return ", ".join(f"{i}: {k}" for i, k in sorted(busy.items())) or "nothing"
 
     def _inputs(self, ids: list[int]) -> TensorDictBase:
-        """The rows sent for ``ids`` (gathered from the tensordicts they came in)."""
+        """The rows sent for ``ids``, gathered from the tensordicts they came in."""
         sent = self.__dict__["_sent"]
-        parts: list = []  # (tensordict, [rows]) in order
+        parts: list = []  # [tensordict, [rows]] in order of ids
         for i in ids:
             td, row = sent[i]
             if parts and parts[-1][0] is td:
                 parts[-1][1].append(row)
             else:
-                parts.append((td, [row]))
-        pieces = [
-            td[rows[0] : rows[0] + 1]
-            if len(rows) == 1
-            else td[torch.as_tensor(rows, dtype=torch.long)]
-            for td, rows in parts
-        ]
+                parts.append([td, [row]])
+        batch = torch.Size([len(ids), *self._worker_batch[0]])
+        if all(type(td) is TensorDict for td, _ in parts):
+            leaves = [
+                (key, [td.get(key, None) for td, _ in parts])
+                for key in parts[0][0].keys(True, True, is_leaf=_is_tensor)
+                if key != ENV_INDEX_KEY  # tagged again
+            ]
+            if all(v is not None for _, vs in leaves for v in vs):
+                pairs = []
+                for key, values in leaves:
+                    pieces = [v[self._index(rows)] for v, (_, rows) in zip(values, parts)]
+                    pairs.append((key, pieces[0] if len(pieces) == 1 else torch.cat(pieces)))
+                return build_td([(_tuple(k), v) for k, v in pairs], batch)
+        pieces = [td[self._index(rows)] for td, rows in parts]
         if len(pieces) == 1:
             return pieces[0]
-        try:
-            return torch.cat(pieces, 0)
-        except Exception:  # different keys in the pieces: keep the common ones
-            common = set(pieces[0].keys(True, True))
-            for p in pieces[1:]:
-                common &= set(p.keys(True, True))
-            return torch.cat([p.select(*common) for p in pieces], 0)
+        common = set(pieces[0].keys(True, True))
+        for p in pieces[1:]:
+            common &= set(p.keys(True, True))
+        return torch.cat([p.select(*common) for p in pieces], 0)
+
+    def _index(self, ids: Sequence[int]) -> torch.Tensor:
+        """``ids`` as a long tensor, cached (building it costs more than indexing with it)."""
+        cache = self.__dict__["_index_cache"]
+        key = tuple(ids)
+        idx = cache.get(key)
+        if idx is None:
+            if len(cache) > 4096:
+                cache.clear()
+            idx = cache[key] = torch.as_tensor(key, dtype=torch.long)
+        return idx
 
     def _tag(self, td: TensorDictBase, ids: list[int]) -> TensorDictBase:
-        idx = torch.as_tensor(ids, dtype=torch.long)
+        idx = self._index(ids)
         sub = self._worker_batch[0]
         if sub:
-            idx = idx.reshape(-1, *([1] * len(sub))).expand(len(ids), *sub).clone()
-        td.set(ENV_INDEX_KEY, idx)
+            idx = idx.reshape(-1, *([1] * len(sub))).expand(len(ids), *sub)
+        if type(td) is TensorDict:  # the tag is never written to: one tensor for every output
+            td._set_str(ENV_INDEX_KEY, idx, validated=True, inplace=False)
+        else:
+            td.set(ENV_INDEX_KEY, idx.clone())
         return td
 
     def _rows(self, group: str, ids: list[int]) -> TensorDictBase:
@@ -529,7 +560,6 @@ class AsyncEnvPool(BatchedEnvBase, metaclass=_AsyncMeta):
         td = self._inputs(ids)
         for i in ids:
             self._release(i)
-        td = td.clone(False) if td.is_locked else td.copy()
         td.set("next", self._cast(self._tag(nxt, ids)))
         return self._tag(td, ids)
 
@@ -559,7 +589,6 @@ class AsyncEnvPool(BatchedEnvBase, metaclass=_AsyncMeta):
         root = self._root_of(nxt, td, ids, written)
         for i in ids:
             self._release(i)
-        td = td.clone(False) if td.is_locked else td.copy()
         nxt, root = self._cast(nxt), self._cast(root)
         td.set("next", self._tag(nxt, ids))
         extra = [k for k in self._extra_root_keys(td) if k != ENV_INDEX_KEY]
@@ -588,24 +617,21 @@ class AsyncEnvPool(BatchedEnvBase, metaclass=_AsyncMeta):
                                 sub.set(key, value.clone())
             return root
         batch = torch.Size([len(ids), *self._worker_batch[0]])
-        pos = torch.as_tensor(written, dtype=torch.long)
-        wid = torch.as_tensor([ids[r] for r in written], dtype=torch.long)
-        pairs = {}
+        pos = self._index(written)
+        wid = self._index([ids[r] for r in written])
+        pairs = []
         for key, block in group.blocks:
             value = nxt.get(key, None)
             if value is None:
                 value = td.get(key, None)
             if value is None:
-                value = block[torch.as_tensor(ids, dtype=torch.long)]
+                value = block[self._index(ids)]
             elif written:
                 value = value.clone()
             if written:
                 value[pos] = block[wid]
-            pairs[key] = value
-        out = TensorDict(batch_size=batch)
-        for key, value in pairs.items():
-            out.set(key, value)
-        return out
+            pairs.append((key, value))
+        return build_td(pairs, batch)
 
     def async_reset_send(
         self,
@@ -639,3 +665,8 @@ class AsyncEnvPool(BatchedEnvBase, metaclass=_AsyncMeta):
             f"{type(self).__name__}(num_envs={self.num_workers}, backend={self.backend!r}, "
             f"recv_size={self.recv_size}, batch_size={self.batch_size},\n    env={self._env_str})"
         )
+
+
+def _is_tensor(cls: type) -> bool:
+    """``is_leaf`` for ``keys``: plain tensors only (sub-tensordicts are walked)."""
+    return issubclass(cls, torch.Tensor)

@@ -69,10 +69,15 @@ def _without_grad(method: Callable) -> Callable:
     return wrapper
 
 
+_PARALLEL_ONLY = ("envs_per_worker",)  # arguments a SerialEnv does not take
+
+
 class _ParallelMeta(_EnvMeta):
     def __call__(cls, *args: Any, **kwargs: Any):
         num_workers = args[0] if args else kwargs.get("num_workers")
         if kwargs.get("serial_for_single") and num_workers == 1:
+            for name in _PARALLEL_ONLY:
+                kwargs.pop(name, None)
             return SerialEnv(*args, **kwargs)
         return super().__call__(*args, **kwargs)
 
@@ -87,7 +92,15 @@ class ParallelEnv(BatchedEnvBase, metaclass=_ParallelMeta):
     that dies surfaces within a fraction of a second. Workers are stopped by :meth:`close`, or
     when the env is garbage-collected, or at interpreter exit.
 
-    See :class:`~torchenv.batched._base.BatchedEnvBase` for the arguments.
+    See :class:`~torchenv.batched._base.BatchedEnvBase` for the arguments; in addition:
+
+    Keyword Args:
+        envs_per_worker: sub-environments each worker process runs one after the other
+            (PufferLib's name; TorchRL has no equivalent). ``num_workers`` keeps TorchRL's
+            meaning, the number of sub-environments (the batch size), so
+            ``ParallelEnv(64, make_env, envs_per_worker=32)`` runs 64 envs in 2 processes:
+            cheap envs then pay one process round trip per 32 envs instead of one each.
+            Default 1 (one process per sub-env).
 
     Examples:
         >>> from torchenv.envs import PendulumEnv
@@ -99,6 +112,29 @@ class ParallelEnv(BatchedEnvBase, metaclass=_ParallelMeta):
     """
 
     _needs_shared_buffers = True
+
+    def __init__(
+        self,
+        num_workers: int,
+        create_env_fn: Callable | Sequence[Callable] | None = None,
+        create_env_kwargs: dict | Sequence[dict] | None = None,
+        *,
+        envs_per_worker: int = 1,
+        **kwargs: Any,
+    ) -> None:
+        if (
+            not isinstance(envs_per_worker, int)
+            or isinstance(envs_per_worker, bool)
+            or envs_per_worker < 1
+        ):
+            raise ValueError(f"envs_per_worker must be a positive int; got {envs_per_worker!r}.")
+        self.__dict__["envs_per_worker"] = envs_per_worker  # read by _start_pool
+        super().__init__(num_workers, create_env_fn, create_env_kwargs, **kwargs)
+
+    @property
+    def num_processes(self) -> int:
+        """Number of worker processes: ``ceil(num_workers / envs_per_worker)``."""
+        return -(-self.num_workers // self.__dict__.get("envs_per_worker", 1))
 
     def _start(self) -> None:
         if self.num_threads is not None:
@@ -118,7 +154,8 @@ class ParallelEnv(BatchedEnvBase, metaclass=_ParallelMeta):
     def _start_pool(self, fns, kwargs, groups, *, mp_start_method, **options) -> WorkerPool:
         """The worker processes, with ``groups`` as their buffers (``None``: no buffers)."""
         method = mp_start_method or default_start_method()
-        return WorkerPool(fns, kwargs, groups, start_method=method, **options)
+        k = self.__dict__.get("envs_per_worker", 1)
+        return WorkerPool(fns, kwargs, groups, start_method=method, envs_per_worker=k, **options)
 
     def _shutdown(self) -> None:
         pool = self.__dict__.pop("_pool", None)
@@ -129,7 +166,8 @@ class ParallelEnv(BatchedEnvBase, metaclass=_ParallelMeta):
 
     @property
     def worker_pids(self) -> list[int]:
-        """Process ids of the workers (empty before start and after close)."""
+        """Process id of each sub-env's worker (empty before start and after close); with
+        ``envs_per_worker > 1`` the sub-envs of one process share its pid."""
         link = self.__dict__.get("_view_link")
         if link is not None:  # a view: the parent's workers it selects
             if self.is_closed or link.parent_closed():

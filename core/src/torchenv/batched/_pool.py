@@ -96,7 +96,8 @@ class _State:
         self.conns: list = []
         self.ctl: memoryview | None = None
         self.buffer: FlatBuffer | None = None
-        self.hung: set[int] = set()  # workers declared hung: no grace period at shutdown
+        self.hung: set[int] = set()  # processes declared hung: no grace period at shutdown
+        self.leads: list[int] = []  # per process: its first sub-env (where close is written)
         self.shutdown_timeout = _SHUTDOWN_TIMEOUT
 
 
@@ -111,7 +112,7 @@ def _shutdown_now(state: _State, finalizer_ref: list, interrupted: list) -> None
     procs, ctl = state.procs, state.ctl
     for i, proc in enumerate(procs):
         if proc.pid is not None and proc.is_alive() and ctl is not None:
-            ctl[2 * i] = W.OP_CLOSE
+            ctl[2 * state.leads[i]] = W.OP_CLOSE
             state.gos[i].release()
     deadline = time.monotonic() + state.shutdown_timeout
     for i, proc in enumerate(procs):
@@ -162,6 +163,11 @@ class WorkerPool:
             else 60.
         daemon: start daemonic workers.
         shutdown_timeout: seconds a worker has to close its env before it is killed (10).
+        envs_per_worker: sub-envs run serially by each process (the last may run fewer).
+
+    Sub-env ``i`` has its own control slots and buffer rows whatever the grouping; ``procs``,
+    ``conns``, ``_gos`` and ``_dones`` are indexed by sub-env (sub-envs of one process share
+    its entries).
     """
 
     def __init__(
@@ -176,8 +182,13 @@ class WorkerPool:
         timeout: float | None = None,
         daemon: bool = False,
         shutdown_timeout: float | None = None,
+        envs_per_worker: int = 1,
     ) -> None:
-        self.num_workers = len(create_env_fns)
+        self.num_workers = n = len(create_env_fns)
+        k = self.envs_per_worker = int(envs_per_worker)
+        self._members = [list(range(s, min(n, s + k))) for s in range(0, n, k)]
+        self._owner = [p for p, members in enumerate(self._members) for _ in members]
+        self._lead = [self._members[p][0] for p in self._owner]
         self._daemon = daemon
         self.timeout = float(timeout) if timeout is not None else _TIMEOUT
         self.groups = groups
@@ -240,12 +251,17 @@ class WorkerPool:
         self._pending_unlink = start_method != "fork" and buffer.path is not None
         if not self._pending_unlink:
             buffer.unlink()
-        self.procs = state.procs
-        self._gos = [go.release for go in state.gos]
-        self._dones = [done.acquire for done in state.dones]
+        self._index_processes()
         self._count_down = left.release
         self._all_done = all_done.acquire
-        self.conns = state.conns
+
+    def _index_processes(self) -> None:
+        """The per-sub-env views of the per-process lists (after a start or a restart)."""
+        state, owner = self._state, self._owner
+        self.procs = [state.procs[p] for p in owner]
+        self._gos = [state.gos[p].release for p in owner]
+        self._dones = [state.dones[p].acquire for p in owner]
+        self.conns = [state.conns[p] for p in owner]
 
     def _spawn(
         self,
@@ -267,16 +283,20 @@ class WorkerPool:
             ctx.get_start_method() == "forkserver"
             or threading.current_thread() is threading.main_thread()
         )
-        for i in range(self.num_workers):
+        for p, members in enumerate(self._members):
             go, done = ctx.Semaphore(0), ctx.Semaphore(0)
             parent_conn, child_conn = ctx.Pipe(duplex=True)
+            if len(members) == 1:
+                (i,) = members
+                target = (i, create_env_fns[i], create_env_kwargs[i])
+            else:
+                fns = [create_env_fns[i] for i in members]
+                target = (members, fns, [create_env_kwargs[i] for i in members])
             proc = ctx.Process(
                 target=W.worker_main,
-                name=f"torchenv-worker-{i}",
+                name=f"torchenv-worker-{p}",
                 args=(
-                    i,
-                    create_env_fns[i],
-                    create_env_kwargs[i],
+                    *target,
                     buffer,
                     groups,
                     ctl_offset,
@@ -292,6 +312,7 @@ class WorkerPool:
             )
             # recorded before it starts: a failure from here on still stops and closes it
             state.procs.append(proc)
+            state.leads.append(members[0])
             state.gos.append(go)
             state.dones.append(done)
             state.conns.append(parent_conn)
@@ -354,6 +375,8 @@ class WorkerPool:
         args: Sequence[Any] | None,
         reply: bool,
     ) -> list | None:
+        if self.envs_per_worker > 1:
+            return self._run_grouped(op, workers, args, reply)
         if not reply:
             if op not in W.COUNTED_OPS:  # pragma: no cover - internal misuse
                 raise RuntimeError(f"{W.op_name(op)} answers on its pipe: pass reply=True")
@@ -378,6 +401,60 @@ class WorkerPool:
             self.broken = f"interrupted while waiting for the workers ({W.op_name(op)})"
             raise
 
+    def _run_grouped(
+        self,
+        op: int,
+        workers: Sequence[int],
+        args: Sequence[Any] | None,
+        reply: bool,
+    ) -> list | None:
+        """``_run`` for processes running several sub-envs: one wake-up and one end signal per
+        process; arguments and replies travel in ascending sub-env order on its pipe."""
+        if not reply and op not in W.COUNTED_OPS:  # pragma: no cover - internal misuse
+            raise RuntimeError(f"{W.op_name(op)} answers on its pipe: pass reply=True")
+        if not len(workers):
+            return []
+        owner = self._owner
+        by_proc: dict[int, list[int]] = {}  # process: positions in ``workers``, by sub-env
+        for j in sorted(range(len(workers)), key=workers.__getitem__):
+            by_proc.setdefault(owner[workers[j]], []).append(j)
+        if not reply:
+            count_down = self._count_down
+            for _ in range(len(by_proc) - 1):
+                count_down()
+        ctl = self.ctl
+        for i in workers:
+            ctl[2 * i] = op
+        for positions in by_proc.values():
+            self._gos[workers[positions[0]]]()
+        if args is not None:
+            for positions in by_proc.values():
+                conn = self.conns[workers[positions[0]]]
+                for j in positions:
+                    conn.send(args[j])
+        try:
+            if not reply:
+                return self._collect(op, workers, False)
+            replies: list = [None] * len(workers)
+            errors = {}
+            for positions in by_proc.values():
+                for j in positions:
+                    kind, value = self._recv(workers[j], op)
+                    if kind == "error":
+                        errors[workers[j]] = value
+                    replies[j] = value
+                first = workers[positions[0]]
+                if not self._dones[first](True, _SLICE):
+                    self._wait_slow(first, op)
+            if self._pending_unlink:
+                self._unlink()
+            if errors:
+                self._raise_errors(op, sorted(errors), errors)
+            return replies
+        except KeyboardInterrupt:
+            self.broken = f"interrupted while waiting for the workers ({W.op_name(op)})"
+            raise
+
     def _collect(self, op: int, workers: Sequence[int], reply: bool) -> list:
         ctl, dones = self.ctl, self._dones
         if not reply:
@@ -397,6 +474,7 @@ class WorkerPool:
             if self._pending_unlink:
                 self._unlink()
             if failed:
+                failed.sort()  # a process sends its sub-envs' errors in ascending order
                 self._raise_errors(op, failed, {i: self._recv(i, op)[1] for i in failed})
             return flagged
         replies, errors = [], {}
@@ -467,7 +545,7 @@ class WorkerPool:
         if not self.ctl[2 * i]:  # idle: it answered
             return
         now = time.monotonic()
-        beat, seen = self._beats[i], self._beat_seen.get(i)
+        beat, seen = self._beats[self._lead[i]], self._beat_seen.get(i)
         if seen is None or seen[0] != beat:
             self._beat_seen[i] = seen = (beat, now)
         if now - max(start, seen[1]) > self.timeout:
@@ -477,5 +555,5 @@ class WorkerPool:
                 "argument, default TORCHENV_BATCHED_TIMEOUT or 60 s; env code may call "
                 "torchenv.batched.heartbeat() to extend it)"
             )
-            self._state.hung.add(i)
+            self._state.hung.add(self._owner[i])
             raise W.WorkerError(self.broken, i, pid=proc.pid)

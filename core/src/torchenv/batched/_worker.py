@@ -429,9 +429,9 @@ def die_with_parent(parent_pid: int, first_ppid: int, kernel_signal: bool) -> No
 
 
 def worker_main(
-    index: int,
-    create_env_fn: Callable,
-    create_env_kwargs: dict,
+    index: int | Sequence[int],
+    create_env_fn: Callable | Sequence[Callable],
+    create_env_kwargs: dict | Sequence[dict],
     buffer: Any,
     groups: dict | None,
     ctl_offset: int,
@@ -443,7 +443,14 @@ def worker_main(
     kernel_signal: bool = True,
     beat_offset: int | None = None,
 ) -> None:
-    """Body of a ``ParallelEnv`` worker process (see the module docstring)."""
+    """Body of a ``ParallelEnv`` worker process (see the module docstring).
+
+    ``index`` is the sub-env this process runs, or a list of them (``envs_per_worker``), with
+    one factory and one kwargs dict each. Each sub-env has its own control slots and rows; a
+    command wakes the process once, which runs it on each sub-env whose op slot is set (in
+    ascending index order: arguments and replies travel on the pipe in that order), then
+    signals its end once.
+    """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     first_ppid = os.getppid()  # the env's process, or the forkserver started by it
     die_with_parent(parent_pid, first_ppid, kernel_signal)
@@ -451,60 +458,42 @@ def worker_main(
         torch.set_num_threads(num_threads)
     torch.set_grad_enabled(False)
 
-    ctl = buffer.int32_view(ctl_offset, 2 * (index + 1))
-    op_slot, status_slot = 2 * index, 2 * index + 1
+    if isinstance(index, int):
+        indices, fns, all_kwargs = [index], [create_env_fn], [create_env_kwargs]
+    else:
+        indices, fns, all_kwargs = list(index), list(create_env_fn), list(create_env_kwargs)
+    lead = indices[0]
+    ctl = buffer.int32_view(ctl_offset, 2 * (max(indices) + 1))
     if beat_offset is not None:
-        _BEAT[:] = [buffer.int32_view(beat_offset, index + 1), index]
+        _BEAT[:] = [buffer.int32_view(beat_offset, lead + 1), lead]
 
-    init_error: tuple[str, str, str] | None = None
-    runner = None
-    try:
-        env = create_env_fn(**create_env_kwargs)
-        if hasattr(env, "set_spec_lock_"):
-            env.set_spec_lock_(True)
-        if groups is not None:
-            for group in groups.values():
-                group.bind(buffer, group.offset)
-        runner = EnvRunner(env, groups, index)
-    except BaseException as err:  # reported at the first command
-        init_error = describe_exception(err)
+    init_errors: dict[int, tuple[str, str, str]] = {}
+    runners: dict[int, EnvRunner] = {}
+    if groups is not None:
+        for group in groups.values():
+            group.bind(buffer, group.offset)
+    for i, fn, kwargs in zip(indices, fns, all_kwargs):
+        try:
+            env = fn(**kwargs)
+            if hasattr(env, "set_spec_lock_"):
+                env.set_spec_lock_(True)
+            runners[i] = EnvRunner(env, groups, i)
+        except BaseException as err:  # reported at the first command
+            init_errors[i] = describe_exception(err)
 
     done, left, all_done = signals
-
-    def finish(op: int) -> None:
-        # Idle again: the parent tells a hung worker from one that answered. A close sent from
-        # another thread while this command ran has overwritten the slot: leave it for the loop.
-        if ctl[op_slot] == op:
-            ctl[op_slot] = 0
-        if op in COUNTED_OPS:
-            if not left.acquire(False):  # the last of the workers sent this command
-                all_done.release()
-        else:
-            done.release()
-
     send = conn.send
     recv = conn.recv
-    while True:
-        if not go.acquire(timeout=1.0):
-            if not _parent_alive(parent_pid, first_ppid):
-                break  # orphaned: the parent died without closing us
-            continue
-        op = ctl[op_slot]
-        # 0 on a wake-up: a close raced the clear in ``finish`` (only the parent's shutdown
-        # writes without waiting for the worker to be idle), so it is a close as well.
-        if op in (OP_CLOSE, 0):
-            if runner is not None:
-                with contextlib.suppress(BaseException):  # closing must not hang the parent
-                    _close_env(runner.env)
-            ctl[status_slot] = STATUS_OK
-            done.release()
-            break
+
+    def run(i: int, op: int) -> None:
+        """Run ``op`` on sub-env ``i``; its status goes to its slot, replies to the pipe."""
+        status_slot = 2 * i + 1
+        runner = runners.get(i)
         try:
-            if init_error is not None:
-                send(("error", init_error))
+            if runner is None:
+                send(("error", init_errors[i]))
                 ctl[status_slot] = STATUS_ERROR
-                finish(op)
-                continue
+                return
             status = STATUS_OK
             if op == OP_STEP_AND_MAYBE_RESET:
                 if runner.step_and_maybe_reset():
@@ -543,6 +532,38 @@ def worker_main(
             ctl[status_slot] = STATUS_ERROR
             with contextlib.suppress(BaseException):
                 send(("error", describe_exception(err)))
-        finish(op)
+
+    single = len(indices) == 1
+    while True:
+        if not go.acquire(timeout=1.0):
+            if not _parent_alive(parent_pid, first_ppid):
+                break  # orphaned: the parent died without closing us
+            continue
+        if single:
+            active = indices if ctl[2 * lead] else ()
+        else:
+            active = [i for i in indices if ctl[2 * i]]
+        op = ctl[2 * active[0]] if active else 0
+        # 0 on a wake-up: a close raced the clear below (only the parent's shutdown writes
+        # without waiting for the worker to be idle), so it is a close as well.
+        if op in (OP_CLOSE, 0):
+            for runner in runners.values():
+                with contextlib.suppress(BaseException):  # closing must not hang the parent
+                    _close_env(runner.env)
+            ctl[2 * lead + 1] = STATUS_OK
+            done.release()
+            break
+        for i in active:
+            run(i, op)
+        # Idle again: the parent tells a hung worker from one that answered. A close sent from
+        # another thread while this command ran has overwritten a slot: leave it for the loop.
+        for i in active:
+            if ctl[2 * i] == op:
+                ctl[2 * i] = 0
+        if op in COUNTED_OPS:
+            if not left.acquire(False):  # the last of the workers sent this command
+                all_done.release()
+        else:
+            done.release()
     with contextlib.suppress(OSError):
         conn.close()

@@ -188,10 +188,14 @@ class OpenSpielWrapper(EnvBase):
         if self.return_state:
             observation["state"] = NonTensor(shape=(), device=self.device, example_data="")
         self.full_observation_spec = observation
-        self._groups = [
-            (group, [self.agent_names.index(a) for a in members])
-            for group, members in self.group_map.items()
-        ]
+        # group -> the players' rows in the (n, ...) arrays (a slice: no copy for one group)
+        self._groups = []
+        for group, members in self.group_map.items():
+            positions = [self.agent_names.index(a) for a in members]
+            rows = slice(None) if positions == list(range(self.num_players)) else positions
+            self._groups.append((group, rows))
+        self._cpu = self.device is None or self.device.type == "cpu"
+
         getters = {OBSERVATION: "observation_tensor", INFORMATION_STATE: "information_state_tensor"}
         self._getters = [(key, getters[key]) for key in keys]
         self._shapes = dict(info.observation_keys)
@@ -298,7 +302,8 @@ class OpenSpielWrapper(EnvBase):
             if self._primary != OBSERVATION:
                 sub.rename_key_(OBSERVATION, self._primary)
             if secondary is not None:
-                sub.set(self._secondary, torch.from_numpy(secondary[positions]).to(self.device))
+                value = torch.from_numpy(secondary[positions])
+                sub.set(self._secondary, value if self._cpu else value.to(self.device))
             spec[group, "action"].update_mask(sub.get("action_mask"))
         out.set(
             "current_player",

@@ -49,9 +49,11 @@ def test_same_data_as_serial_env_seed_for_seed(k):
     ser, par = SerialEnv(4, CartPoleEnv), ParallelEnv(4, CartPoleEnv, envs_per_worker=k)
     try:
         assert ser.set_seed(7) == par.set_seed(7)
-        assert_tensordict_equal(
-            ser.rollout(30, break_when_any_done=False), par.rollout(30, break_when_any_done=False)
-        )
+        rollouts = []
+        for env in (ser, par):
+            torch.manual_seed(0)  # the same random actions for both
+            rollouts.append(env.rollout(30, break_when_any_done=False))
+        assert_tensordict_equal(*rollouts)
         tds = [env.reset() for env in (ser, par)]
         torch.manual_seed(1)
         actions = [ser.rand_action(tds[0].clone())["action"] for _ in range(40)]
@@ -108,9 +110,11 @@ def test_direct_array_path_is_taken_and_matches():
     ser, par = SerialEnv(4, Walk), ParallelEnv(4, Walk, envs_per_worker=2)
     try:
         ser.set_seed(0), par.set_seed(0)
-        assert_tensordict_equal(
-            ser.rollout(20, break_when_any_done=False), par.rollout(20, break_when_any_done=False)
-        )
+        rollouts = []
+        for env in (ser, par):
+            torch.manual_seed(0)  # the same random actions for both
+            rollouts.append(env.rollout(20, break_when_any_done=False))
+        assert_tensordict_equal(*rollouts)
         assert par.direct_steps == [20] * 4  # rollout's step_and_maybe_reset took the path
         tds = [ser.reset(), par.reset()]
         torch.manual_seed(0)

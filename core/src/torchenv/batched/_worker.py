@@ -48,6 +48,7 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 
 from torchenv.batched._shared import Key, build_td, write_row
+from torchenv.envs._closed import EnvClosedError  # one class for every env
 
 __all__ = [
     "CallableMarker",
@@ -134,10 +135,6 @@ class WorkerError(RuntimeError):
         self.pid = pid
         self.signal = signal
         self.exitcode = exitcode
-
-
-class EnvClosedError(RuntimeError):
-    """A batched env was used after, or while, being closed (e.g. from another thread)."""
 
 
 def describe_exception(err: BaseException) -> tuple[str, str, str]:

@@ -6,6 +6,7 @@ from tensordict.nn.probabilistic import interaction_type as exploration_type
 
 from torchenv.envs._array import ArrayEnv
 from torchenv.envs._checks import check_env_specs
+from torchenv.envs._closed import EnvClosedError
 from torchenv.envs._common import EnvBase
 from torchenv.envs._info import BaseInfoDictReader, default_info_dict_reader
 from torchenv.envs._libraries import get_available_libraries
@@ -26,6 +27,7 @@ __all__ = [
     "BaseInfoDictReader",
     "CartPoleEnv",
     "EnvBase",
+    "EnvClosedError",
     "EnvMetaData",
     "ExplorationType",
     "MarlGroupMapType",

@@ -102,14 +102,20 @@ def rollout(
 ) -> TensorDictBase:
     """Runs ``policy`` in ``env`` for up to ``max_steps`` steps (see ``EnvBase.rollout``).
 
-    ``progress=True`` (or a label) shows a progress bar on stderr (tqdm), one tick per step.
+    ``progress=True`` (or a label) shows a progress bar on stderr (tqdm), one tick per step,
+    when stderr is a terminal.
     """
+    if env.is_closed and not env._reset_reopens:
+        from torchenv.envs._closed import closed_error
+
+        raise closed_error(env)
     if not progress:
         return _rollout(env, max_steps, policy, callback, **kwargs)
     from tqdm import tqdm
 
     label = progress if isinstance(progress, str) else type(env).__name__
-    with tqdm(total=max_steps, desc=label, unit="step", leave=False) as bar:
+    # disable=None: no bar when stderr is not a terminal (no "\r" lines in logs and files)
+    with tqdm(total=max_steps, desc=label, unit="step", leave=False, disable=None) as bar:
 
         def tick(env_: Any, tensordict: TensorDictBase) -> Any:
             bar.update(1)

@@ -461,6 +461,32 @@ class EnvConformanceTests:
         env.close()
         assert env.is_closed, "env.is_closed is False after close()"
 
+    def test_use_after_close_raises_env_closed_error(self) -> None:
+        """``step`` and ``step_and_maybe_reset`` of a closed env raise
+        :class:`~torchenv.envs.EnvClosedError` (never step on, never another error); so do
+        ``reset`` and ``rollout``, except in envs that restart on reset (batched envs)."""
+        from torchenv.envs import EnvClosedError
+
+        env = self.make_env()
+        td = env.rand_action(env.reset())
+        env.close()
+        calls = {
+            "step": lambda: env.step(td.clone()),
+            "step_and_maybe_reset": lambda: env.step_and_maybe_reset(td.clone()),
+        }
+        if not env._reset_reopens:  # batched envs restart on reset, as TorchRL's
+            calls.update(reset=lambda: env.reset(), rollout=lambda: env.rollout(2))
+        for name, call in calls.items():
+            try:
+                call()
+            except EnvClosedError:
+                continue
+            except Exception as err:
+                raise AssertionError(
+                    f"{name} after close raised {type(err).__name__}: {err}, not EnvClosedError"
+                ) from err
+            raise AssertionError(f"{name} after close did not raise EnvClosedError")
+
 
 # ---------------------------------------------------------------------- assertions
 def _assert_in_spec(

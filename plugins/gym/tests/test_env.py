@@ -96,11 +96,14 @@ def test_tuple_space_gives_index_keys():
 
 # ---------------------------------------------------------------------------- seeding
 def _raw_trajectory(env_id, seed, actions):
+    # set_seed(seed) is TorchRL's: a seeded reset right away, so the rollout's reset is the
+    # raw env's second one
     env = LIB.make(env_id)
+    env.reset(seed=seed)
     if NEW_API:
-        obs, _ = env.reset(seed=seed)
+        obs, _ = env.reset()
     else:
-        obs = env.reset(seed=seed)
+        obs = env.reset()
     out = [np.asarray(obs)]
     rewards = []
     for action in actions:

@@ -31,6 +31,7 @@ from torchenv.batched._shared import BufferGroup, FlatBuffer, build_td, getter
 from torchenv.batched._spec_check import check_specs, layout_leaves
 from torchenv.batched._view import check_view, close_view
 from torchenv.envs import EnvBase
+from torchenv.envs._common import _check_seed
 from torchenv.specs import Composite
 
 __all__ = ["BatchedEnvBase"]
@@ -138,8 +139,6 @@ class BatchedEnvBase(EnvBase):
     ``step`` after it, then raises :class:`~torchenv.batched.EnvClosedError`, while
     :meth:`reset` (or :meth:`start`) starts new sub-environments.
     """
-
-    _reset_reopens = True  # reset after close restarts the workers; step refuses (EnvClosedError)
 
     _needs_shared_buffers = False  # ParallelEnv: its buffers must be shared with the workers
 
@@ -552,9 +551,13 @@ class BatchedEnvBase(EnvBase):
         """Seed worker ``i`` with the seed returned by worker ``i - 1`` (chained seeds).
 
         Returns the seed following the last worker's, so that ``SerialEnv`` and ``ParallelEnv``
-        built alike and seeded alike give identical results.
+        built alike and seeded alike give identical results. The batched env's own random
+        actions (``rand_action``, ``rollout`` without a policy) draw from a generator seeded
+        with ``seed``.
         """
+        _check_seed(seed)
         self._ensure_started()
+        self._seed_action_generator(seed)
         for i in range(self.num_workers):
             (seed,) = self._dispatch(W.OP_SEED, [i], [(seed, static_seed)], reply=True)
         return seed

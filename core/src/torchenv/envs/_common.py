@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import abc
-import hashlib
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import torch
 from tensordict import TensorDict, TensorDictBase
 from tensordict.utils import NestedKey
@@ -46,9 +46,30 @@ _MAX_SEED = 2**32 - 1
 
 
 def _next_seed(seed: int) -> int:
-    """A deterministic, well-mixed successor of ``seed`` (blake2b of its bytes)."""
-    data = int(seed).to_bytes(16, "little", signed=True)
-    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little") % _MAX_SEED
+    """The seed that follows ``seed`` in a chain of seeds (a batched env's workers), by TorchRL
+    0.14.1's rule: the first 8 bytes (big-endian) of ``numpy.random.default_rng(seed)``, modulo
+    ``2**32 - 1``. The same seed thus gives the same worker seeds as TorchRL's."""
+    return int.from_bytes(np.random.default_rng(seed).bytes(8), "big") % _MAX_SEED
+
+
+def _check_seed(seed: Any) -> None:
+    """Refuses what no simulator takes as a seed (gym, numpy and TorchRL need an int >= 0)."""
+    if seed is None:
+        return
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise TypeError(f"set_seed: seed must be an int >= 0 or None, got {seed!r}.")
+    if seed < 0:
+        raise ValueError(f"set_seed: seed must be an int >= 0 or None, got {seed}.")
+
+
+def _action_generator_for(device: torch.device | None, seed: int) -> torch.Generator | None:
+    """A generator on ``device`` (cpu when ``None``) seeded with ``seed``; ``None`` where torch
+    has none for that device (random actions then draw from the global generator)."""
+    try:
+        generator = torch.Generator(device=device if device is not None else "cpu")
+    except RuntimeError:
+        return None
+    return generator.manual_seed(int(seed))
 
 
 _SPEC_PARTS = {
@@ -300,34 +321,10 @@ class EnvBase(_EnvSpecs, TorchRLInternals, EnvConveniences, torch.nn.Module, met
         """Whether the env resets itself when done (see the class docstring)."""
         return self.__dict__["_auto_reset"]
 
-    # A closed env of this class starts again on reset (batched envs restart their workers, as
-    # TorchRL's); step still refuses. Other envs refuse reset, step and rollout once closed.
-    _reset_reopens: bool = False
-
-    @property
-    def is_closed(self) -> bool:
-        """Whether :meth:`close` was called: ``reset``, ``step`` and ``rollout`` then raise
-        :class:`~torchenv.envs.EnvClosedError`."""
-        return self.__dict__.get("_is_closed", False)
-
-    @is_closed.setter
-    def is_closed(self, value: bool) -> None:
-        d = self.__dict__
-        d["_is_closed"] = bool(value)
-        cache = d.get("_cache")
-        if value and cache is not None:
-            # the step's plan is rebuilt through _plan, which refuses a closed env: the hot
-            # paths (step, step_and_maybe_reset, reset) pay nothing for the check
-            cache.pop("plan", None)
-
     @property
     def _plan(self) -> _StepPlan:
         plan = self.__dict__["_cache"].get("plan")
         if plan is None:
-            if self.__dict__.get("_is_closed", False) and not self._reset_reopens:
-                from torchenv.envs._closed import closed_error
-
-                raise closed_error(self)
             plan = self._cached("plan", lambda: _StepPlan(self))
         return plan
 
@@ -349,6 +346,8 @@ class EnvBase(_EnvSpecs, TorchRLInternals, EnvConveniences, torch.nn.Module, met
         d["_device"] = device
         self.set_spec_lock_(locked)
         super().to(device)
+        if d.get("_rand_generator") is not None:  # a generator lives on one device
+            d["_rand_generator"] = _action_generator_for(device, d["_rand_seed"])
         return self
 
     # ------------------------------------------------------------------ hooks
@@ -620,6 +619,9 @@ class EnvBase(_EnvSpecs, TorchRLInternals, EnvConveniences, torch.nn.Module, met
         """Writes a random action (sampled from the action spec) into ``tensordict``."""
         plan = self.__dict__["_cache"].get("plan") or self._plan
         fast, nested = plan.rand_fast, plan.rand_nested
+        generator = self._action_generator()
+        if generator is not None:
+            return self._rand_action_from(tensordict, plan, generator)
         if (
             (fast is not None or nested is not None)
             and type(tensordict) is TensorDict
@@ -649,6 +651,54 @@ class EnvBase(_EnvSpecs, TorchRLInternals, EnvConveniences, torch.nn.Module, met
             tensordict._set_str(leaf.key, leaf.spec.rand(shape), validated=False, inplace=False)
         return tensordict
 
+    def _rand_action_from(
+        self, tensordict: TensorDictBase | None, plan: _StepPlan, generator: torch.Generator
+    ) -> TensorDictBase:
+        """``rand_action`` drawing from ``generator`` (the env's seeded one): the same paths
+        and the same draws, in the same order, as from the global generator."""
+        fast, nested = plan.rand_fast, plan.rand_nested
+        if (
+            (fast is not None or nested is not None)
+            and type(tensordict) is TensorDict
+            and tensordict.batch_size == plan.batch_size
+            and tensordict.device in (None, plan.device)
+        ):
+            if nested is None:
+                for key, rand in fast:
+                    value = rand(generator=generator)
+                    tensordict._set_str(key, value, validated=True, inplace=False)
+                return tensordict
+            targets = nested_rand_targets(tensordict, nested)
+            if targets is not None:
+                for node, (_, _, key, rand) in zip(targets, nested, strict=True):
+                    value = rand(generator=generator)
+                    node._set_str(key, value, validated=True, inplace=False)
+                return tensordict
+        shape = torch.Size(())
+        if not self.batch_locked and not self.batch_size and tensordict is not None:
+            shape = tensordict.batch_size
+        if tensordict is None:
+            return self.full_action_spec.rand(shape, generator=generator)
+        actions = plan.actions
+        if not all(leaf.is_str for leaf in actions):
+            return tensordict.update(self.full_action_spec.rand(shape, generator=generator))
+        for leaf in actions:
+            value = leaf.spec.rand(shape, generator=generator)
+            tensordict._set_str(leaf.key, value, validated=False, inplace=False)
+        return tensordict
+
+    def _action_generator(self) -> torch.Generator | None:
+        """The generator of the env's random actions (seeded by :meth:`set_seed`), or ``None``
+        before a seed: torch's global generator then, as in TorchRL."""
+        return self.__dict__.get("_rand_generator")
+
+    def _seed_action_generator(self, seed: int | None) -> None:
+        """Seeds the random actions' generator with ``seed`` (``None``: back to torch's global
+        generator)."""
+        d = self.__dict__
+        d["_rand_seed"] = seed
+        d["_rand_generator"] = None if seed is None else _action_generator_for(self.device, seed)
+
     def rand_step(self, tensordict: TensorDictBase | None = None) -> TensorDictBase:
         """A step with a random action; resets first when ``tensordict`` is ``None``."""
         if tensordict is None:
@@ -656,12 +706,28 @@ class EnvBase(_EnvSpecs, TorchRLInternals, EnvConveniences, torch.nn.Module, met
         return self.step(self.rand_action(tensordict))
 
     def set_seed(self, seed: int | None = None, static_seed: bool = False) -> int | None:
-        """Seeds the env; returns the seed for the next env (deterministic, unless static).
+        """Seeds the env and its random actions; returns the seed for the next env.
 
-        The next seed is a hash of ``seed``: seeding workers ``i`` and ``i + 1`` with a seed
-        and its successor gives reproducible, non-overlapping streams.
+        The simulator gets ``seed`` as TorchRL's wrappers give it (gym: a seeded reset right
+        away). The random actions of :meth:`rand_action`, :meth:`rand_step` and
+        :meth:`rollout` without a policy then draw from the env's own generator, seeded with
+        ``seed`` (``None``: torch's global generator, as TorchRL's). The returned seed follows
+        TorchRL's rule (``static_seed``: ``seed`` itself), so batched envs give their workers
+        TorchRL's seeds.
+
+        >>> from torchenv.envs.builtin import PendulumEnv
+        >>> env = PendulumEnv()
+        >>> _ = env.set_seed(0)
+        >>> first = env.rollout(5)
+        >>> _ = env.set_seed(0)
+        >>> torch.equal(first["action"], env.rollout(5)["action"])
+        True
         """
+        _check_seed(seed)
+        if seed is not None:
+            seed = int(seed)
         self._set_seed(seed)
+        self._seed_action_generator(seed)
         if seed is None or static_seed:
             return seed
         return _next_seed(seed)

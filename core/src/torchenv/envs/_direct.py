@@ -32,6 +32,7 @@ loop of a collector) and the ``ParallelEnv``/``SerialEnv`` runners (flat keys), 
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -210,10 +211,13 @@ def nest_entries(entries: dict, batch_size: torch.Size, nodes: dict, device: Any
 
 
 def _draw_all(draws: tuple) -> Any:
-    """``() -> {key: sample}``, drawing in the order of ``draws`` (``(key, rand)`` pairs)."""
+    """``(generator=None) -> {key: sample}``, drawing in the order of ``draws`` (``(key,
+    rand)`` pairs)."""
 
-    def rand() -> dict:
-        return {key: draw() for key, draw in draws}
+    def rand(generator: torch.Generator | None = None) -> dict:
+        if generator is None:
+            return {key: draw() for key, draw in draws}
+        return {key: draw(generator=generator) for key, draw in draws}
 
     return rand
 
@@ -381,16 +385,21 @@ def rollout_direct(
 
     rand, step_into, reset_into = plan.rand, env._step_into, env._reset_into
     single = len(plan.action_keys) == 1
+    # the env's seeded generator (set_seed), else torch's global one
+    generator = env._action_generator()
+    rng = torch.default_generator if generator is None else generator
     # the actions: one draw for the whole rollout when that equals one draw per step
     block = block_sampler(rand.__self__) if single and hasattr(rand, "__self__") else None
     drawn = None
     if block is not None:
-        rng_state = torch.get_rng_state()
-        drawn = block(max_steps)
+        rng_state = rng.get_state()
+        drawn = block(max_steps, generator=generator)
         if drawn is None:
-            torch.set_rng_state(rng_state)
+            rng.set_state(rng_state)
         else:
             rand = iter(drawn.unbind(0)).__next__
+    if drawn is None and generator is not None:
+        rand = functools.partial(rand, generator=generator)
     next_items = list(next_np.items())
     root_items = list(root_np.items())
     done_rows = next_np["done"]
@@ -442,8 +451,8 @@ def rollout_direct(
     else:
         action = drawn
         if steps < max_steps:  # stopped early: leave the generator as `steps` draws would
-            torch.set_rng_state(rng_state)
-            block(steps)
+            rng.set_state(rng_state)
+            block(steps, generator=generator)
             action = drawn[:steps]
         if nb:
             action = action.movedim(0, nb).contiguous()

@@ -24,6 +24,7 @@ from torchenv.specs._errors import (
     SpecTypeError,
     SpecValueError,
 )
+from torchenv.specs._rng import takes_generator, with_generator_kwarg
 from torchenv.specs._utils import (
     DeviceLike,
     batch_shape,
@@ -111,6 +112,13 @@ class TensorSpec:
     dtype: torch.dtype
     device: torch.device | None
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        rand = cls.__dict__.get("rand")
+        if callable(rand) and not takes_generator(rand):
+            # a TorchRL-style ``rand(self, shape)``: give it the ``generator`` keyword
+            cls.rand = with_generator_kwarg(rand)
+
     @property
     def shape(self) -> torch.Size:
         """The spec's shape; assigning it re-derives the cached sizes."""
@@ -148,13 +156,18 @@ class TensorSpec:
         return torch.Size(self._sshape)
 
     # ------------------------------------------------------------------ sampling
-    def rand(self, shape: Sequence[int] | None = None) -> torch.Tensor:
-        """A random value of the spec, with extra leading dims ``shape``."""
+    def rand(
+        self, shape: Sequence[int] | None = None, *, generator: torch.Generator | None = None
+    ) -> torch.Tensor:
+        """A random value of the spec, with extra leading dims ``shape``, drawn from
+        ``generator`` (torch's global generator when ``None``, as TorchRL's ``rand``)."""
         raise NotImplementedError(type(self).__name__)
 
-    def sample(self, shape: Sequence[int] | None = None) -> torch.Tensor:
+    def sample(
+        self, shape: Sequence[int] | None = None, *, generator: torch.Generator | None = None
+    ) -> torch.Tensor:
         """Alias of :meth:`rand`."""
-        return self.rand(shape)
+        return self.rand(shape, generator=generator)
 
     def zero(self, shape: Sequence[int] | None = None) -> torch.Tensor:
         """A zero-filled value with extra leading dims ``shape`` (not always in the spec's space)."""

@@ -89,10 +89,12 @@ class Choice(TensorSpec):
         choice = self._choices[idx]
         return fn(choice) if self._specs_inside else choice
 
-    def rand(self, shape: Sequence[int] | None = None) -> Any:
+    def rand(
+        self, shape: Sequence[int] | None = None, *, generator: torch.Generator | None = None
+    ) -> Any:
         """A sample of a uniformly drawn choice (that choice itself for non-tensor choices)."""
-        idx = int(torch.randint(0, len(self._choices), ()).item())
-        return self._pick(idx, lambda spec: spec.rand(shape))
+        idx = int(torch.randint(0, len(self._choices), (), generator=generator).item())
+        return self._pick(idx, lambda spec: spec.rand(shape, generator=generator))
 
     def zero(self, shape: Sequence[int] | None = None) -> Any:
         """The first choice's zero (the first choice itself for non-tensor choices)."""

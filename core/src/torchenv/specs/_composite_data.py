@@ -22,12 +22,15 @@ if TYPE_CHECKING:
 class CompositeDataOps:
     """Mixin of Composite: data generation, membership checks and conversions."""
 
-    def _build(self, fn_name: str, shape: Any) -> TensorDictBase:
+    def _build(
+        self, fn_name: str, shape: Any, generator: torch.Generator | None = None
+    ) -> TensorDictBase:
         bshape = batch_shape(shape)
         data = {}
+        kwargs = {} if generator is None else {"generator": generator}
         for key, spec in self._specs.items():
             if spec is not None:
-                data[key] = getattr(spec, fn_name)(bshape)
+                data[key] = getattr(spec, fn_name)(bshape, **kwargs)
         out = TensorDict._new_unsafe(
             data, batch_size=torch.Size(bshape + self._sshape), device=self._device, nested=False
         )
@@ -36,9 +39,12 @@ class CompositeDataOps:
             out.names = [*([None] * len(bshape)), *names]
         return out
 
-    def rand(self, shape: Sequence[int] | None = None) -> TensorDictBase:
-        """A TensorDict of random values (batch size ``(*shape, *self.shape)``)."""
-        return self._build("rand", shape)
+    def rand(
+        self, shape: Sequence[int] | None = None, *, generator: torch.Generator | None = None
+    ) -> TensorDictBase:
+        """A TensorDict of random values (batch size ``(*shape, *self.shape)``), drawn from
+        ``generator`` (torch's global generator when ``None``)."""
+        return self._build("rand", shape, generator)
 
     def zero(self, shape: Sequence[int] | None = None) -> TensorDictBase:
         """A TensorDict of zeros (batch size ``(*shape, *self.shape)``)."""

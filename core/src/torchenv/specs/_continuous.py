@@ -106,11 +106,13 @@ class Unbounded(TensorSpec):
     def high(self) -> torch.Tensor:
         return self.space.high
 
-    def rand(self, shape: Sequence[int] | None = None) -> torch.Tensor:
+    def rand(
+        self, shape: Sequence[int] | None = None, *, generator: torch.Generator | None = None
+    ) -> torch.Tensor:
         full = batch_shape(shape) + self._sshape
         if is_float_dtype(self.dtype):
-            return torch.randn(full, dtype=self.dtype, device=self.device)
-        return torch.empty(full, dtype=self.dtype, device=self.device).random_()
+            return torch.randn(full, dtype=self.dtype, device=self.device, generator=generator)
+        return torch.empty(full, dtype=self.dtype, device=self.device).random_(generator=generator)
 
     def is_in(self, val: Any) -> bool:
         return self._layout_ok(val)
@@ -312,7 +314,9 @@ class Bounded(TensorSpec):
     def maximum(self) -> torch.Tensor:
         return self.high
 
-    def _rand_block(self, steps: int) -> torch.Tensor | None:
+    def _rand_block(
+        self, steps: int, generator: torch.Generator | None = None
+    ) -> torch.Tensor | None:
         """``steps`` samples of ``rand()`` in one draw, stacked on a new first dim (``None`` for
         the cases drawn otherwise; see ``Categorical._rand_block``)."""
         self._check_cache()
@@ -324,44 +328,62 @@ class Bounded(TensorSpec):
         if is_float_dtype(dtype):
             if not self._finite:
                 return None
-            return torch.empty(shape, dtype=dtype, device=device).uniform_(lo, hi)
+            return torch.empty(shape, dtype=dtype, device=device).uniform_(
+                lo, hi, generator=generator
+            )
         if self._full_range or dtype == torch.bool:
             return None
         try:
-            return torch.randint(int(lo), int(hi) + 1, shape, dtype=dtype, device=device)
+            return torch.randint(
+                int(lo), int(hi) + 1, shape, dtype=dtype, device=device, generator=generator
+            )
         except (ValueError, RuntimeError):
-            return self._rand_to_max(shape)
+            return self._rand_to_max(shape, generator)
 
-    def _rand_to_max(self, full: Sequence[int]) -> torch.Tensor:
+    def _rand_to_max(
+        self, full: Sequence[int], generator: torch.Generator | None = None
+    ) -> torch.Tensor:
         """Uniform integers in ``[low, high]`` when ``high`` is the dtype's max (``low`` is not its min)."""
         lo, hi = int(self._lo_s), int(self._hi_s)  # type: ignore[arg-type]
-        out = torch.randint(lo - 1, hi, tuple(full), dtype=self.dtype, device=self.device)
+        out = torch.randint(
+            lo - 1, hi, tuple(full), dtype=self.dtype, device=self.device, generator=generator
+        )
         return out.add_(1)
 
-    def rand(self, shape: Sequence[int] | None = None) -> torch.Tensor:
+    def rand(
+        self, shape: Sequence[int] | None = None, *, generator: torch.Generator | None = None
+    ) -> torch.Tensor:
         self._check_cache()
         full = batch_shape(shape) + self._sshape
-        dtype, device = self.dtype, self.device
+        dtype, device, g = self.dtype, self.device, generator
         lo, hi = self._lo_s, self._hi_s
         if is_float_dtype(dtype):
             if lo is not None and self._finite:
-                return torch.empty(full, dtype=dtype, device=device).uniform_(lo, hi)
+                return torch.empty(full, dtype=dtype, device=device).uniform_(lo, hi, generator=g)
             if not self._finite:
-                return torch.randn(full, dtype=dtype, device=device).clamp_(self.low, self.high)
-            out = torch.rand(full, dtype=dtype, device=device)
+                out = torch.randn(full, dtype=dtype, device=device, generator=g)
+                return out.clamp_(self.low, self.high)
+            out = torch.rand(full, dtype=dtype, device=device, generator=g)
             return out.mul_(self.high - self.low).add_(self.low)
         if self._full_range:  # e.g. uint8 pixels in [0, 255]: random_() covers the dtype's range
-            return torch.empty(full, dtype=dtype, device=device).random_()
+            return torch.empty(full, dtype=dtype, device=device).random_(generator=g)
         if lo is not None:
             if dtype == torch.bool:
-                return torch.randint(int(lo), int(hi) + 1, full, device=device).to(dtype)
+                return torch.randint(int(lo), int(hi) + 1, full, device=device, generator=g).to(
+                    dtype
+                )
             try:
-                return torch.randint(int(lo), int(hi) + 1, full, dtype=dtype, device=device)
+                return torch.randint(
+                    int(lo), int(hi) + 1, full, dtype=dtype, device=device, generator=g
+                )
             except (ValueError, RuntimeError):  # high is the dtype's max: high + 1 overflows
-                return self._rand_to_max(full)
+                return self._rand_to_max(full, g)
         span = (self.high.to(torch.float64) - self.low.to(torch.float64)) + 1
         out = (
-            torch.rand(full, dtype=torch.float64, device=device).mul_(span).floor_().add_(self.low)
+            torch.rand(full, dtype=torch.float64, device=device, generator=g)
+            .mul_(span)
+            .floor_()
+            .add_(self.low)
         )
         return out.clamp_(max=self.high.to(torch.float64)).to(dtype)
 

@@ -27,7 +27,9 @@ from torchenv.specs._utils import (
 from torchenv.specs._validate import as_count, as_shape, check_categories_fit
 
 
-def _sample_mask(mask: torch.Tensor, out_shape: tuple[int, ...]) -> torch.Tensor:
+def _sample_mask(
+    mask: torch.Tensor, out_shape: tuple[int, ...], generator: torch.Generator | None = None
+) -> torch.Tensor:
     """Draws one allowed category per row of ``mask`` (last dim = categories), for ``out_shape`` rows."""
     n = mask.shape[-1]
     probs = mask.expand(*out_shape, n).reshape(-1, n).to(torch.float32)
@@ -35,7 +37,7 @@ def _sample_mask(mask: torch.Tensor, out_shape: tuple[int, ...]) -> torch.Tensor
         raise SpecValueError("cannot sample from a mask that allows no category in some entry")
     if not probs.shape[0]:
         return torch.zeros(out_shape, dtype=torch.long, device=mask.device)
-    return torch.multinomial(probs, 1).reshape(out_shape)
+    return torch.multinomial(probs, 1, generator=generator).reshape(out_shape)
 
 
 def _masked_scores(
@@ -123,21 +125,26 @@ class Categorical(TensorSpec):
         """
         self.mask = None if mask is None else self._as_mask(mask, self._mask_shape())
 
-    def rand(self, shape: Sequence[int] | None = None) -> torch.Tensor:
+    def rand(
+        self, shape: Sequence[int] | None = None, *, generator: torch.Generator | None = None
+    ) -> torch.Tensor:
         full = batch_shape(shape) + self._sshape
         if self.mask is not None:
-            return _sample_mask(self.mask, full).to(self.dtype)
+            return _sample_mask(self.mask, full, generator).to(self.dtype)
         n = self.n if self.n > 0 else 2
-        return torch.randint(0, n, full, dtype=self.dtype, device=self.device)
+        return torch.randint(0, n, full, dtype=self.dtype, device=self.device, generator=generator)
 
-    def _rand_block(self, steps: int) -> torch.Tensor | None:
+    def _rand_block(
+        self, steps: int, generator: torch.Generator | None = None
+    ) -> torch.Tensor | None:
         """``steps`` samples of ``rand()`` in one draw, stacked on a new first dim (``None``:
         not possible, e.g. with a mask). Same values as ``steps`` calls where the generator
         draws element by element, which ``torchenv.envs._direct`` checks before relying on it."""
         if self.mask is not None:
             return None
         n = self.n if self.n > 0 else 2
-        return torch.randint(0, n, (steps, *self._sshape), dtype=self.dtype, device=self.device)
+        shape = (steps, *self._sshape)
+        return torch.randint(0, n, shape, dtype=self.dtype, device=self.device, generator=generator)
 
     def is_in(self, val: Any) -> bool:
         if not self._layout_ok(val):
@@ -280,23 +287,27 @@ class OneHot(TensorSpec):
         """Sets (or with ``None`` removes) the mask of allowed categories (shape: the spec's shape)."""
         self.mask = None if mask is None else self._as_mask(mask, self._sshape)
 
-    def rand(self, shape: Sequence[int] | None = None) -> torch.Tensor:
+    def rand(
+        self, shape: Sequence[int] | None = None, *, generator: torch.Generator | None = None
+    ) -> torch.Tensor:
         full = batch_shape(shape) + self._sshape
         if self._eye.dtype != self.dtype or self._eye.device != self.device:
             self._refresh()  # dtype/device were assigned directly
         if self.mask is not None:
-            return self._eye[_sample_mask(self.mask, full[:-1])]
+            return self._eye[_sample_mask(self.mask, full[:-1], generator)]
         rows = self.__dict__.get("_rows")
         if len(full) == 1:
-            i = torch.randint(0, self.n, ()).item()
+            i = torch.randint(0, self.n, (), generator=generator).item()
             return self._eye[i].clone() if rows is None else torch.from_numpy(rows[i].copy())
-        idx = torch.randint(0, self.n, full[:-1], device=self.device)
+        idx = torch.randint(0, self.n, full[:-1], device=self.device, generator=generator)
         if rows is None:
             return self._eye[idx]
         # numpy's take copies small rows much faster than torch's advanced indexing
         return torch.from_numpy(rows.take(idx.numpy(), axis=0))
 
-    def _rand_block(self, steps: int) -> torch.Tensor | None:
+    def _rand_block(
+        self, steps: int, generator: torch.Generator | None = None
+    ) -> torch.Tensor | None:
         """``steps`` samples of ``rand()`` in one draw, stacked on a new first dim (``None``:
         not possible, e.g. with a mask; see ``Categorical._rand_block``)."""
         if (
@@ -305,7 +316,8 @@ class OneHot(TensorSpec):
             or self._eye.device != self.device
         ):
             return None
-        idx = torch.randint(0, self.n, (steps, *self._sshape[:-1]), device=self.device)
+        shape = (steps, *self._sshape[:-1])
+        idx = torch.randint(0, self.n, shape, device=self.device, generator=generator)
         rows = self.__dict__.get("_rows")
         if rows is None:
             return self._eye[idx]

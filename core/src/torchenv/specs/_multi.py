@@ -133,13 +133,16 @@ class MultiCategorical(TensorSpec):
             )
         self.mask = self._as_mask(mask, (*self._sshape[:-1], sum(self._row)))
 
-    def rand(self, shape: Sequence[int] | None = None) -> torch.Tensor:
+    def rand(
+        self, shape: Sequence[int] | None = None, *, generator: torch.Generator | None = None
+    ) -> torch.Tensor:
         full = batch_shape(shape) + self._sshape
         if self.mask is not None:
             parts = self.mask.split(self._row, -1)
-            samples = [_sample_mask(m, full[:-1]) for m in parts]
+            samples = [_sample_mask(m, full[:-1], generator) for m in parts]
             return torch.stack(samples, -1).to(self.dtype)  # TorchRL keeps the dim here
-        out = torch.rand(full, dtype=torch.float64, device=self.device).mul_(self.nvec).floor_()
+        out = torch.rand(full, dtype=torch.float64, device=self.device, generator=generator)
+        out = out.mul_(self.nvec).floor_()
         if self._squeeze_out:
             return out.squeeze(-1).to(self.dtype)
         return out.to(self.dtype)
@@ -340,13 +343,21 @@ class MultiOneHot(TensorSpec):
         """Sets the allowed categories (bool tensor of the spec's shape)."""
         self.mask = None if mask is None else self._as_mask(mask, self._sshape)
 
-    def rand(self, shape: Sequence[int] | None = None) -> torch.Tensor:
+    def rand(
+        self, shape: Sequence[int] | None = None, *, generator: torch.Generator | None = None
+    ) -> torch.Tensor:
         full = batch_shape(shape) + self._sshape
         rows = full[:-1]
         if self.mask is not None:
-            idx = torch.stack([_sample_mask(m, rows) for m in self.mask.split(self.nvec, -1)], -1)
+            parts = self.mask.split(self.nvec, -1)
+            idx = torch.stack([_sample_mask(m, rows, generator) for m in parts], -1)
         else:
-            idx = torch.rand((*rows, len(self.nvec)), dtype=torch.float64, device=self.device)
+            idx = torch.rand(
+                (*rows, len(self.nvec)),
+                dtype=torch.float64,
+                device=self.device,
+                generator=generator,
+            )
             idx = idx.mul_(self._nvec_t).floor_().long()
         out = torch.zeros(full, dtype=self.dtype, device=self.device)
         return out.scatter_(-1, idx + self._starts, 1)

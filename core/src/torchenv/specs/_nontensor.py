@@ -63,7 +63,9 @@ class NonTensor(TensorSpec):
                 min(self.feature_dims, self._ndim) if self.feature_dims else self._ndim
             )
 
-    def rand(self, shape: Sequence[int] | None = None) -> Any:
+    def rand(
+        self, shape: Sequence[int] | None = None, *, generator: torch.Generator | None = None
+    ) -> Any:
         total = batch_shape(shape) + self._sshape
         nfeat = 0 if self.batched else self.feature_dims
         outer = total[: len(total) - nfeat]

@@ -282,9 +282,10 @@ class Stacked(_LazyStack, TensorSpec):
     def __getitem__(self, idx: Any) -> TensorSpec:
         return self._member_index(idx)
 
-    def _samples(self, fn: str, shape: Any) -> Any:
+    def _samples(self, fn: str, shape: Any, generator: torch.Generator | None = None) -> Any:
         bshape = batch_shape(shape)
-        samples = [getattr(s, fn)(bshape) for s in self._stacked]
+        kwargs = {} if generator is None else {"generator": generator}
+        samples = [getattr(s, fn)(bshape, **kwargs) for s in self._stacked]
         if all(t.shape == samples[0].shape for t in samples):
             return torch.stack(samples, self.dim + len(bshape))
         if self.dim + len(bshape) != 0:
@@ -293,8 +294,10 @@ class Stacked(_LazyStack, TensorSpec):
             )
         return torch.nested.nested_tensor(samples)
 
-    def rand(self, shape: Sequence[int] | None = None) -> torch.Tensor:
-        return self._samples("rand", shape)
+    def rand(
+        self, shape: Sequence[int] | None = None, *, generator: torch.Generator | None = None
+    ) -> torch.Tensor:
+        return self._samples("rand", shape, generator)
 
     def zero(self, shape: Sequence[int] | None = None) -> torch.Tensor:
         return self._samples("zero", shape)
@@ -441,9 +444,12 @@ class StackedComposite(_LazyStack, Composite):
             member.unlock_(recurse)
         return self
 
-    def _build(self, fn_name: str, shape: Any) -> TensorDictBase:
+    def _build(
+        self, fn_name: str, shape: Any, generator: torch.Generator | None = None
+    ) -> TensorDictBase:
         bshape = batch_shape(shape)
-        tds = [getattr(s, fn_name)(bshape) for s in self._stacked]
+        kwargs = {} if generator is None else {"generator": generator}
+        tds = [getattr(s, fn_name)(bshape, **kwargs) for s in self._stacked]
         return LazyStackedTensorDict(*tds, stack_dim=self.dim + len(bshape))
 
     def _first_mismatch(self, val: Any, prefix: tuple = ()) -> Any:

@@ -485,6 +485,10 @@ class TransformedEnv(EnvBase):
     def _set_seed(self, seed: int | None) -> None:
         self.base_env._set_seed(seed)
 
+    def _action_generator(self) -> torch.Generator | None:
+        # the random actions draw from the base env's generator, seeded by set_seed
+        return self.base_env._action_generator()
+
     def to(self, device) -> TransformedEnv:
         self.base_env.to(device)
         self.transform.to(device)

@@ -213,6 +213,14 @@ class GymWrapper(ArrayEnv):
         return np.asarray(frame)
 
     # ------------------------------------------------------------------ ArrayEnv methods
+    def _set_seed(self, seed: int | None) -> None:
+        """As TorchRL 0.14.1's gym wrappers: a seeded reset right away (vector envs: sub-env
+        ``i`` gets ``seed + i``, gymnasium's rule), whose output is dropped; the next resets
+        continue from the generators it seeded. So ``set_seed(s)`` then ``reset()`` gives the
+        episode that follows ``env.reset(seed=s)`` in gymnasium, as in TorchRL."""
+        self.__dict__["_next_seed"] = None
+        self.reset(seed=seed)
+
     def _array_reset(
         self, out: dict, mask: np.ndarray | None, seed: int | None, options: Any = None
     ) -> Any:

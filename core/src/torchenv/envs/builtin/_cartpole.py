@@ -111,9 +111,10 @@ class CartPoleEnv(EnvBase):
         inf = float("inf")
         limits = [self.x_threshold, inf, self.theta_threshold_radians, inf]
         self._limits = torch.tensor(limits, dtype=torch.float64, device=device)
-        if seed is None:
-            seed = int(torch.empty((), dtype=torch.int64).random_().item())
-        self.set_seed(seed)
+        if seed is None:  # the simulator only: random actions stay on torch's global generator
+            self._set_seed(int(torch.empty((), dtype=torch.int64).random_().item()))
+        else:  # as set_seed(seed): the random actions too
+            self.set_seed(seed)
 
     def _set_seed(self, seed: int | None) -> None:
         rng = torch.Generator(device=self.device if self.device is not None else "cpu")

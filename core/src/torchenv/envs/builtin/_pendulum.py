@@ -66,9 +66,10 @@ class PendulumEnv(EnvBase):
         if td_params is None:
             td_params = self.gen_params(device=self.device)
         self._make_spec(td_params)
-        if seed is None:
-            seed = int(torch.empty((), dtype=torch.int64).random_().item())
-        self.set_seed(seed)
+        if seed is None:  # the simulator only: random actions stay on torch's global generator
+            self._set_seed(int(torch.empty((), dtype=torch.int64).random_().item()))
+        else:  # as set_seed(seed): the random actions too
+            self.set_seed(seed)
 
     @staticmethod
     def gen_params(

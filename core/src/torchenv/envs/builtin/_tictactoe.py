@@ -82,9 +82,10 @@ class TicTacToeEnv(EnvBase):
         self.full_done_spec = Composite(
             done=flag, terminated=flag.clone(), truncated=flag.clone(), shape=()
         )
-        if seed is None:
-            seed = int(torch.empty((), dtype=torch.int64).random_().item())
-        self.set_seed(seed)
+        if seed is None:  # the simulator only: random actions stay on torch's global generator
+            self._set_seed(int(torch.empty((), dtype=torch.int64).random_().item()))
+        else:  # as set_seed(seed): the random actions too
+            self.set_seed(seed)
 
     def _set_seed(self, seed: int | None) -> None:
         rng = torch.Generator(device=self.device if self.device is not None else "cpu")
@@ -177,15 +178,18 @@ class TicTacToeEnv(EnvBase):
     def rand_action(self, tensordict: TensorDictBase | None = None) -> TensorDictBase:
         """Writes a uniformly random *legal* move (per ``"action_mask"``) under ``"action"``.
 
-        Draws from torch's global generator, like ``TensorSpec.rand``. Without a mask, any cell.
+        Draws from the generator seeded by ``set_seed`` (before a seed: torch's global
+        generator, like ``TensorSpec.rand``). Without a mask, any cell.
         """
         if tensordict is None:
             tensordict = TensorDict(batch_size=self.batch_size, device=self.device)
         mask = tensordict.get("action_mask", None)
+        generator = self._action_generator()
         if mask is None:
-            action = self.action_spec.expand(tensordict.batch_size).rand()
+            action = self.action_spec.expand(tensordict.batch_size).rand(generator=generator)
         else:
-            scores = torch.rand(mask.shape, device=mask.device).masked_fill_(~mask, -1.0)
+            scores = torch.rand(mask.shape, device=mask.device, generator=generator)
+            scores = scores.masked_fill_(~mask, -1.0)
             action = scores.argmax(-1)
         tensordict.set("action", action)
         return tensordict

@@ -66,6 +66,8 @@ class MultiThreadedEnvWrapper(ArrayEnv):
     torch.Size([4, 3, 4])
     """
 
+    _async = False  # AsyncEnvPoolEnv: a pool with batch_size < num_envs
+
     def __init__(
         self,
         env: Any = None,
@@ -90,7 +92,8 @@ class MultiThreadedEnvWrapper(ArrayEnv):
             )
         config = env.config
         num_envs = int(config["num_envs"])
-        if config["batch_size"] not in (0, num_envs):
+        rows = int(config["batch_size"]) or num_envs  # envs per step
+        if rows != num_envs and not self._async:
             raise ValueError(
                 f"env: expected a sync pool (batch_size == num_envs == {num_envs}), got "
                 f"batch_size={config['batch_size']}; use torchenv_envpool.AsyncEnvPoolEnv for "
@@ -101,21 +104,22 @@ class MultiThreadedEnvWrapper(ArrayEnv):
                 f"frame_skip: expected None or 1, got {frame_skip!r}; envpool repeats actions "
                 "itself: pass create_env_kwargs={'frame_skip': k} (Atari, MuJoCo tasks)."
             )
-        if batch_size is not None and tuple(batch_size) != (num_envs,):
+        if batch_size is not None and tuple(batch_size) != (rows,):
             raise ValueError(
-                f"batch_size: expected ({num_envs},) (num_envs) or None, got {tuple(batch_size)}."
+                f"batch_size: expected ({rows},) (envs per step) or None, got {tuple(batch_size)}."
             )
-        super().__init__(device=device, batch_size=(num_envs,), **kwargs)
+        super().__init__(device=device, batch_size=(rows,), **kwargs)
         d = self.__dict__
         d["_pool"] = env
         d["num_workers"] = num_envs
+        d["_rows"] = rows
         d["_env_type"] = env_type
         d["_categorical"] = bool(categorical_action_encoding)
         self._make_specs()
 
     # ------------------------------------------------------------------ specs
     def _make_specs(self) -> None:
-        pool, n, device = self._pool, self.num_workers, self.device
+        pool, n, device = self._pool, self._rows, self.device
         obs_space, act_space = pool.spec.observation_space, pool.spec.action_space
         if type(act_space).__name__ in ("Dict", "Tuple"):
             raise NotImplementedError(
@@ -176,7 +180,7 @@ class MultiThreadedEnvWrapper(ArrayEnv):
         obs, reward, terminated, truncated, info = self._split(
             self._pool.step(self._write_action(action))
         )
-        n = self.num_workers
+        n = self._rows
         out.update(self._read_obs(obs))
         out["reward"] = np.asarray(reward, dtype=np.float32).reshape(n, 1)
         terminated = np.asarray(terminated, dtype=bool).reshape(n, 1)

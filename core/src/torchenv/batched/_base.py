@@ -140,6 +140,8 @@ class BatchedEnvBase(EnvBase):
     :meth:`reset` (or :meth:`start`) starts new sub-environments.
     """
 
+    _reset_reopens = True  # reset after close restarts the workers; step refuses (EnvClosedError)
+
     _needs_shared_buffers = False  # ParallelEnv: its buffers must be shared with the workers
 
     def __init__(

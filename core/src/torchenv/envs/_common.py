@@ -321,10 +321,34 @@ class EnvBase(_EnvSpecs, TorchRLInternals, EnvConveniences, torch.nn.Module, met
         """Whether the env resets itself when done (see the class docstring)."""
         return self.__dict__["_auto_reset"]
 
+    # A closed env of this class starts again on reset (batched envs restart their workers, as
+    # TorchRL's); step still refuses. Other envs refuse reset, step and rollout once closed.
+    _reset_reopens: bool = False
+
+    @property
+    def is_closed(self) -> bool:
+        """Whether :meth:`close` was called: ``reset``, ``step`` and ``rollout`` then raise
+        :class:`~torchenv.envs.EnvClosedError`."""
+        return self.__dict__.get("_is_closed", False)
+
+    @is_closed.setter
+    def is_closed(self, value: bool) -> None:
+        d = self.__dict__
+        d["_is_closed"] = bool(value)
+        cache = d.get("_cache")
+        if value and cache is not None:
+            # the step's plan is rebuilt through _plan, which refuses a closed env: the hot
+            # paths (step, step_and_maybe_reset, reset) pay nothing for the check
+            cache.pop("plan", None)
+
     @property
     def _plan(self) -> _StepPlan:
         plan = self.__dict__["_cache"].get("plan")
         if plan is None:
+            if self.__dict__.get("_is_closed", False) and not self._reset_reopens:
+                from torchenv.envs._closed import closed_error
+
+                raise closed_error(self)
             plan = self._cached("plan", lambda: _StepPlan(self))
         return plan
 

@@ -12,8 +12,14 @@ Ours and gymnasium run alternately ``--repeats`` times (best throughput, best st
 because the development machine is shared; TorchRL runs once per configuration, all in one
 subprocess.
 
+Heavy-tailed case (``--case heavy-tail``): ``HeavyTailEnv`` sub-envs whose steps sleep 0.1 ms,
+or 10 ms with probability 1%; ``ParallelEnv(8)`` (lock-step: every batched step waits for its
+slowest sub-env) against ``AsyncEnvPool`` of 8 with ``recv_size=4`` (each ``recv`` returns the
+first 4 sub-envs to finish), processes and threads, a linear policy module in the loop
+(``step_and_maybe_reset``). The sides alternate ``--repeats`` times; the table gives medians.
+
 Run: ``python benchmarks/bench_batched.py`` (``--seconds S`` per measurement, ``--repeats N``,
-``--workers 2 4``).
+``--workers 2 4``, ``--case gym|heavy-tail|all``).
 """
 
 from __future__ import annotations
@@ -21,11 +27,17 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
+import statistics
 import subprocess
 import sys
 import time
 
 import torch
+from tensordict import TensorDict
+
+from torchenv.envs import EnvBase
+from torchenv.specs import Bounded, Composite, Unbounded
 
 ENV_IDS = ("CartPole-v1", "Pendulum-v1")
 
@@ -170,6 +182,106 @@ def bench_torchrl(configs: list, seconds: float, rand: bool) -> list | None:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+class HeavyTailEnv(EnvBase):
+    """A sub-env whose step sleeps ``fast`` seconds, or ``slow`` with probability ``p_slow``
+    (its own generator); observation: the sum of its actions; episodes of ``episode`` steps."""
+
+    def __init__(self, fast=1e-4, slow=1e-2, p_slow=0.01, episode=200, seed=0):
+        super().__init__(batch_size=())
+        self.fast, self.slow, self.p_slow, self.episode = fast, slow, p_slow, episode
+        self.rng = random.Random(seed)
+        self.observation_spec = Composite(observation=Unbounded(shape=(4,)))
+        self.action_spec = Bounded(-1.0, 1.0, shape=(1,))
+        self.reward_spec = Unbounded(shape=(1,))
+        self.t, self.obs = 0, torch.zeros(4)
+
+    def _set_seed(self, seed):
+        self.rng.seed(seed)
+
+    def _reset(self, tensordict=None, **kwargs):
+        self.t, self.obs = 0, torch.zeros(4)
+        no = torch.zeros(1, dtype=torch.bool)
+        return TensorDict(observation=self.obs.clone(), done=no, terminated=no.clone())
+
+    def _step(self, tensordict):
+        time.sleep(self.slow if self.rng.random() < self.p_slow else self.fast)
+        self.t += 1
+        self.obs = self.obs + tensordict["action"]
+        done = torch.tensor([self.t >= self.episode])
+        return TensorDict(
+            observation=self.obs.clone(), reward=torch.ones(1), done=done, terminated=done.clone()
+        )
+
+
+def _policy():
+    from tensordict.nn import TensorDictModule
+
+    return TensorDictModule(torch.nn.Linear(4, 1), ["observation"], ["action"])
+
+
+def bench_heavy_parallel(n: int, seconds: float) -> float:
+    """Env steps per second of ``ParallelEnv(n)`` (lock-step ``step_and_maybe_reset``)."""
+    from torchenv.batched import ParallelEnv
+
+    env, policy = ParallelEnv(n, HeavyTailEnv), _policy()
+    state = {"root": env.reset()}
+
+    def step():
+        _, state["root"] = env.step_and_maybe_reset(policy(state["root"]))
+
+    it, elapsed = _loop(step, seconds)
+    env.close()
+    return it * n / elapsed
+
+
+def bench_heavy_pool(n: int, k: int, seconds: float, backend: str) -> float:
+    """Env steps per second of ``AsyncEnvPool`` (``n`` sub-envs, each recv the first ``k``)."""
+    from torchenv.batched import AsyncEnvPool
+
+    pool = AsyncEnvPool([HeavyTailEnv] * n, backend=backend, recv_size=k)
+    policy = _policy()
+    pool.async_reset_send()
+    pool.async_step_and_maybe_reset_send(policy(pool.async_reset_recv(min_get=n)))
+
+    def step():
+        _, root = pool.async_step_and_maybe_reset_recv()  # the first k ready
+        pool.async_step_and_maybe_reset_send(policy(root))
+
+    it, elapsed = _loop(step, seconds)
+    pool.async_step_and_maybe_reset_recv(min_get=len(pool.busy))
+    pool.close()
+    return it * k / elapsed
+
+
+def heavy_tail(n: int, seconds: float, repeats: int) -> None:
+    """The heavy-tailed case: the sides alternate; medians of throughput and of the ratios."""
+    k = n // 2
+    runs: dict[str, list[float]] = {"ParallelEnv": [], "pool-proc": [], "pool-thread": []}
+    with torch.no_grad():
+        for _ in range(repeats):
+            runs["ParallelEnv"].append(bench_heavy_parallel(n, seconds))
+            runs["pool-proc"].append(bench_heavy_pool(n, k, seconds, "multiprocessing"))
+            runs["pool-thread"].append(bench_heavy_pool(n, k, seconds, "threading"))
+            print(
+                "run: " + ", ".join(f"{name} {v[-1]:.0f}" for name, v in runs.items()),
+                file=sys.stderr,
+            )
+    base = runs["ParallelEnv"]
+    print(
+        f"\nheavy-tailed steps (0.1 ms, 1% 10 ms), {n} sub-envs, recv_size={k}, policy in the "
+        f"loop; median of {repeats} alternated runs of {seconds} s; load average "
+        f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
+    )
+    print(f"{'side':<28} {'steps/s':>9} {'x ParallelEnv':>14}")
+    for name, label in (
+        ("ParallelEnv", f"ParallelEnv({n})"),
+        ("pool-proc", f"AsyncEnvPool processes, {k}"),
+        ("pool-thread", f"AsyncEnvPool threads, {k}"),
+    ):
+        ratio = statistics.median(a / b for a, b in zip(runs[name], base))
+        print(f"{label:<28} {statistics.median(runs[name]):9.0f} {ratio:14.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=0.75, help="per measurement")
@@ -181,7 +293,14 @@ def main() -> None:
         help="sample actions with each library's own sampler (env.rand_action / "
         "action_space.sample) instead of replaying the same pre-drawn actions",
     )
+    parser.add_argument("--case", choices=("gym", "heavy-tail", "all"), default="all")
+    parser.add_argument("--envs", type=int, default=8, help="sub-envs of the heavy-tailed case")
     args = parser.parse_args()
+    torch.set_num_threads(1)
+    if args.case in ("heavy-tail", "all"):
+        heavy_tail(args.envs, max(args.seconds, 1.0), max(args.repeats, 5))
+        if args.case == "heavy-tail":
+            return
     if not os.environ.get("TORCHENV_BENCH_TORCHRL_PYTHON"):
         print("TORCHENV_BENCH_TORCHRL_PYTHON is not set: skipping the TorchRL side.")
 

@@ -10,7 +10,7 @@ process, over :class:`~torchenv.batched.SerialEnv`'s runners) or a
 shared-memory workers); this module holds what both share: argument checks, the bookkeeping
 of what is in flight, writing the inputs into the buffer rows of the sub-envs sent, and
 building the outputs of the sub-envs received. A backend only says how one command reaches
-one sub-env (:meth:`AsyncEnvPool._launch`) and how finished ones are found
+sub-envs (:meth:`AsyncEnvPool._launch`) and how finished ones are found
 (:meth:`AsyncEnvPool._harvest`).
 
 ``recv_size=k`` (envpool's ``batch_size``, a name ``EnvBase`` already uses for the pool's shape)
@@ -184,7 +184,9 @@ class AsyncEnvPool(BatchedEnvBase, metaclass=_AsyncMeta):
         d = self.__dict__
         d["_busy"] = {}  # sub-env -> kind of the command in flight (until received)
         d["_sent_at"] = {}  # sub-env -> time.monotonic() of the send
-        d["_sent"] = {}  # sub-env -> (input tensordict, row) of a step in flight
+        d["_sent"] = {}  # sub-env -> (input tensordict, row, store signature) of a step
+        d["_store"] = {}  # name -> [num_envs, ...]: the inputs of the steps in flight
+        d["_store_gen"] = 0  # bumped when a store tensor is replaced (older rows then lost)
         d["_finished"] = {STEP: [], STEP_AND_MAYBE_RESET: [], RESET: []}  # in finishing order
         d["_status"] = {}  # finished sub-env -> (status, error info or None)
         d.setdefault("_index_cache", {})
@@ -220,8 +222,9 @@ class AsyncEnvPool(BatchedEnvBase, metaclass=_AsyncMeta):
             self._clear_async()
 
     # ------------------------------------------------------------------ backend hooks
-    def _launch(self, op: int, i: int, arg: Any) -> None:  # pragma: no cover - backends
-        """Start ``op`` on sub-env ``i`` (its input rows written); ``arg`` goes with a reset."""
+    def _launch(self, op: int, ids: list[int], args: list) -> None:  # pragma: no cover
+        """Start ``op`` on the sub-envs ``ids`` (their input rows written); ``args``: one per
+        sub-env, sent along with a reset."""
         raise NotImplementedError
 
     def _harvest(self, wait: float | None) -> list[tuple[int, int, Any]]:  # pragma: no cover
@@ -245,6 +248,16 @@ class AsyncEnvPool(BatchedEnvBase, metaclass=_AsyncMeta):
                 )
             env_index = value
         if isinstance(env_index, torch.Tensor):
+            if env_index.ndim == 1 and not env_index.is_floating_point():  # as recv tags them
+                ids = env_index.tolist()
+                if (
+                    ids
+                    and min(ids) >= 0
+                    and max(ids) < n
+                    and len(set(ids)) == len(ids)
+                    and env_index.dtype != torch.bool
+                ):
+                    return ids
             ids = env_index.reshape(env_index.shape[0], -1)[:, 0] if env_index.ndim else env_index
             ids = ids.tolist()
         elif hasattr(env_index, "tolist"):  # NonTensorStack, numpy
@@ -300,12 +313,14 @@ class AsyncEnvPool(BatchedEnvBase, metaclass=_AsyncMeta):
                     f"{what}: the tensordict has batch_size {tuple(tensordict.batch_size)}; "
                     f"expected {tuple(expected)} (one row per sub-env in env_index={ids})."
                 )
-            tensordict = tensordict.copy()  # entries set on the caller's td later stay out
         if kind != RESET:
             if tensordict is None:
                 raise TypeError(f"{what}: a tensordict with the actions is required.")
             self._check_actions(tensordict, len(ids), what)
             self._write_rows(tensordict, ids)
+            sig = self._store_inputs(tensordict, ids)
+            if sig is None:  # kept as sent (entries set on the caller's td later stay out)
+                tensordict = tensordict.copy()
             args: list = [None] * len(ids)
         else:
             keys = None
@@ -314,19 +329,19 @@ class AsyncEnvPool(BatchedEnvBase, metaclass=_AsyncMeta):
                 self._write_rows(tensordict, ids)
             args = [(keys, kwargs)] * len(ids)
         now = time.monotonic()
-        sent, sent_at, op = d["_sent"], d["_sent_at"], _OPS[kind]
-        for row, (i, arg) in enumerate(zip(ids, args)):
+        sent, sent_at = d["_sent"], d["_sent_at"]
+        for row, i in enumerate(ids):
             busy[i] = kind
             sent_at[i] = now
             if kind != RESET:
-                sent[i] = (tensordict, row)
-            try:
-                self._launch(op, i, arg)
-            except BaseException:
-                for j in ids[row:]:
-                    busy.pop(j, None)
-                    sent.pop(j, None)
-                raise
+                sent[i] = (tensordict, row, sig)
+        try:
+            self._launch(_OPS[kind], ids, args)
+        except BaseException:
+            for i in ids:
+                busy.pop(i, None)
+                sent.pop(i, None)
+            raise
 
     def _action_shapes(self) -> list:
         spec = self.full_action_spec
@@ -468,17 +483,56 @@ class AsyncEnvPool(BatchedEnvBase, metaclass=_AsyncMeta):
         busy = self.__dict__["_busy"]
         return ", ".join(f"{i}: {k}" for i, k in sorted(busy.items())) or "nothing"
 
+    def _store_inputs(self, tensordict: TensorDictBase, ids: list[int]) -> tuple | None:
+        """Copy the entries of a flat ``tensordict`` into the rows ``ids`` of the input store
+        (one op per key; ``recv`` then gathers the inputs of any mix of sub-envs with one op
+        per key). Returns the rows' signature, or ``None`` when the tensordict does not fit
+        (nested entries, or a type other than ``TensorDict``)."""
+        if type(tensordict) is not TensorDict:
+            return None
+        data = tensordict._tensordict
+        d = self.__dict__
+        store, n = d["_store"], self.num_workers
+        idx = self._index(ids)
+        names = []
+        with torch.no_grad():
+            for name, value in data.items():
+                if name == ENV_INDEX_KEY:
+                    continue
+                if not isinstance(value, torch.Tensor) or isinstance(value, TensorDictBase):
+                    return None
+                block = store.get(name)
+                if (
+                    block is None
+                    or block.shape[1:] != value.shape[1:]
+                    or block.dtype != value.dtype
+                    or block.device != value.device
+                ):
+                    if block is not None:
+                        d["_store_gen"] += 1  # rows of this key sent before are lost
+                    block = store[name] = value.new_zeros((n, *value.shape[1:]))
+                block.index_copy_(0, idx, value)
+                names.append(name)
+        return (d["_store_gen"], tuple(names))
+
     def _inputs(self, ids: list[int]) -> TensorDictBase:
-        """The rows sent for ``ids``, gathered from the tensordicts they came in."""
-        sent = self.__dict__["_sent"]
+        """The rows sent for ``ids``: from the input store, or gathered from the tensordicts
+        they came in."""
+        d = self.__dict__
+        sent = d["_sent"]
+        batch = torch.Size([len(ids), *self._worker_batch[0]])
+        sig = sent[ids[0]][2]
+        if sig is not None and sig[0] == d["_store_gen"] and all(sent[i][2] == sig for i in ids):
+            idx, store = self._index(ids), d["_store"]
+            data = {name: store[name][idx] for name in sig[1]}
+            return TensorDict._new_unsafe(data, batch, nested=False)
         parts: list = []  # [tensordict, [rows]] in order of ids
         for i in ids:
-            td, row = sent[i]
+            td, row, _ = sent[i]
             if parts and parts[-1][0] is td:
                 parts[-1][1].append(row)
             else:
                 parts.append([td, [row]])
-        batch = torch.Size([len(ids), *self._worker_batch[0]])
         if all(type(td) is TensorDict for td, _ in parts):
             leaves = [
                 (key, [td.get(key, None) for td, _ in parts])
@@ -560,7 +614,7 @@ class AsyncEnvPool(BatchedEnvBase, metaclass=_AsyncMeta):
         td = self._inputs(ids)
         for i in ids:
             self._release(i)
-        td.set("next", self._cast(self._tag(nxt, ids)))
+        _set_next(td, self._cast(self._tag(nxt, ids)))
         return self._tag(td, ids)
 
     def async_step_and_maybe_reset_send(
@@ -590,7 +644,7 @@ class AsyncEnvPool(BatchedEnvBase, metaclass=_AsyncMeta):
         for i in ids:
             self._release(i)
         nxt, root = self._cast(nxt), self._cast(root)
-        td.set("next", self._tag(nxt, ids))
+        _set_next(td, self._tag(nxt, ids))
         extra = [k for k in self._extra_root_keys(td) if k != ENV_INDEX_KEY]
         if extra:
             root.update(td.select(*extra))
@@ -670,3 +724,11 @@ class AsyncEnvPool(BatchedEnvBase, metaclass=_AsyncMeta):
 def _is_tensor(cls: type) -> bool:
     """``is_leaf`` for ``keys``: plain tensors only (sub-tensordicts are walked)."""
     return issubclass(cls, torch.Tensor)
+
+
+def _set_next(td: TensorDictBase, nxt: TensorDictBase) -> None:
+    """``td["next"] = nxt``, without re-validating a plain ``TensorDict`` built here."""
+    if type(td) is TensorDict and type(nxt) is TensorDict and td.device == nxt.device:
+        td._set_str("next", nxt, validated=True, inplace=False)
+    else:
+        td.set("next", nxt)

@@ -84,12 +84,15 @@ class ProcessorAsyncEnvPool(AsyncEnvPool, ParallelEnv):
             raise RuntimeError(f"this {type(self).__name__} can no longer be used: {pool.broken}")
         return pool
 
-    def _launch(self, op: int, i: int, arg: Any) -> None:
+    def _launch(self, op: int, ids: list[int], args: list) -> None:
         pool = self._pool_or_closed()
-        pool.ctl[2 * i] = op
-        pool._gos[i]()
+        ctl, gos = pool.ctl, pool._gos
+        for i in ids:
+            ctl[2 * i] = op
+            gos[i]()
         if op == W.OP_RESET:
-            pool.conns[i].send(arg)
+            for i, arg in zip(ids, args):
+                pool.conns[i].send(arg)
 
     def _harvest(self, wait: float | None) -> list[tuple[int, int, Any]]:
         d = self.__dict__

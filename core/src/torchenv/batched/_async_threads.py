@@ -102,14 +102,15 @@ class ThreadingAsyncEnvPool(AsyncEnvPool, SerialEnv):
     def _sync_dispatch(self, op, workers, args, reply):
         return SerialEnv._dispatch(self, op, workers, args, reply)
 
-    def _launch(self, op: int, i: int, arg: Any) -> None:
+    def _launch(self, op: int, ids: list[int], args: list) -> None:
         inboxes = self.__dict__.get("_inboxes")
         if inboxes is None:
             raise W.EnvClosedError(
                 f"the {type(self).__name__} was closed (from another thread?); reset() starts "
                 "new sub-environments"
             )
-        inboxes[i].put((op, arg))
+        for i, arg in zip(ids, args):
+            inboxes[i].put((op, arg))
 
     def _harvest(self, wait: float | None) -> list[tuple[int, int, Any]]:
         outbox = self.__dict__.get("_outbox")

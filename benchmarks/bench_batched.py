@@ -219,11 +219,11 @@ def _policy():
     return TensorDictModule(torch.nn.Linear(4, 1), ["observation"], ["action"])
 
 
-def bench_heavy_parallel(n: int, seconds: float) -> float:
+def bench_heavy_parallel(n: int, seconds: float, make=HeavyTailEnv) -> float:
     """Env steps per second of ``ParallelEnv(n)`` (lock-step ``step_and_maybe_reset``)."""
     from torchenv.batched import ParallelEnv
 
-    env, policy = ParallelEnv(n, HeavyTailEnv), _policy()
+    env, policy = ParallelEnv(n, make), _policy()
     state = {"root": env.reset()}
 
     def step():
@@ -234,11 +234,11 @@ def bench_heavy_parallel(n: int, seconds: float) -> float:
     return it * n / elapsed
 
 
-def bench_heavy_pool(n: int, k: int, seconds: float, backend: str) -> float:
+def bench_heavy_pool(n: int, k: int, seconds: float, backend: str, make=HeavyTailEnv) -> float:
     """Env steps per second of ``AsyncEnvPool`` (``n`` sub-envs, each recv the first ``k``)."""
     from torchenv.batched import AsyncEnvPool
 
-    pool = AsyncEnvPool([HeavyTailEnv] * n, backend=backend, recv_size=k)
+    pool = AsyncEnvPool([make] * n, backend=backend, recv_size=k)
     policy = _policy()
     pool.async_reset_send()
     pool.async_step_and_maybe_reset_send(policy(pool.async_reset_recv(min_get=n)))
@@ -253,22 +253,25 @@ def bench_heavy_pool(n: int, k: int, seconds: float, backend: str) -> float:
     return it * k / elapsed
 
 
-def heavy_tail(n: int, seconds: float, repeats: int) -> None:
+def heavy_tail(n: int, seconds: float, repeats: int, fast: float, slow: float) -> None:
     """The heavy-tailed case: the sides alternate; medians of throughput and of the ratios."""
+    import functools
+
     k = n // 2
+    make = functools.partial(HeavyTailEnv, fast=fast, slow=slow)
     runs: dict[str, list[float]] = {"ParallelEnv": [], "pool-proc": [], "pool-thread": []}
     with torch.no_grad():
         for _ in range(repeats):
-            runs["ParallelEnv"].append(bench_heavy_parallel(n, seconds))
-            runs["pool-proc"].append(bench_heavy_pool(n, k, seconds, "multiprocessing"))
-            runs["pool-thread"].append(bench_heavy_pool(n, k, seconds, "threading"))
+            runs["ParallelEnv"].append(bench_heavy_parallel(n, seconds, make))
+            runs["pool-proc"].append(bench_heavy_pool(n, k, seconds, "multiprocessing", make))
+            runs["pool-thread"].append(bench_heavy_pool(n, k, seconds, "threading", make))
             print(
                 "run: " + ", ".join(f"{name} {v[-1]:.0f}" for name, v in runs.items()),
                 file=sys.stderr,
             )
     base = runs["ParallelEnv"]
     print(
-        f"\nheavy-tailed steps (0.1 ms, 1% 10 ms), {n} sub-envs, recv_size={k}, policy in the "
+        f"\nheavy-tailed steps ({fast * 1e3:g} ms, 1% {slow * 1e3:g} ms), {n} sub-envs, recv_size={k}, policy in the "
         f"loop; median of {repeats} alternated runs of {seconds} s; load average "
         f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
     )
@@ -295,10 +298,18 @@ def main() -> None:
     )
     parser.add_argument("--case", choices=("gym", "heavy-tail", "all"), default="all")
     parser.add_argument("--envs", type=int, default=8, help="sub-envs of the heavy-tailed case")
+    parser.add_argument(
+        "--tail",
+        type=float,
+        nargs=2,
+        default=(1e-4, 1e-2),
+        metavar=("FAST", "SLOW"),
+        help="heavy-tailed case: step seconds, usually and 1%% of the time (0.0001 0.01)",
+    )
     args = parser.parse_args()
     torch.set_num_threads(1)
     if args.case in ("heavy-tail", "all"):
-        heavy_tail(args.envs, max(args.seconds, 1.0), max(args.repeats, 5))
+        heavy_tail(args.envs, max(args.seconds, 1.0), max(args.repeats, 5), *args.tail)
         if args.case == "heavy-tail":
             return
     if not os.environ.get("TORCHENV_BENCH_TORCHRL_PYTHON"):

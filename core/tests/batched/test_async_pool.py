@@ -379,3 +379,17 @@ def test_close_with_steps_in_flight_leaves_nothing_threads():
     pool.close()
     assert _pool_threads() == before
     assert all(env.is_closed for env in envs)
+
+
+def test_garbage_collected_threading_pool_stops_its_threads():
+    before = _pool_threads()
+    pool = _pool(2, "threading")
+    pool.async_step_send(pool.reset().set("action", torch.zeros(2, 1)))
+    pool.async_step_recv(min_get=2)
+    assert len(_pool_threads()) == len(before) + 2
+    del pool
+    gc.collect()
+    deadline = time.monotonic() + 10
+    while _pool_threads() != before and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert _pool_threads() == before

@@ -16,6 +16,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
+import weakref
 from typing import Any
 
 import torch
@@ -49,6 +50,11 @@ def _thread_main(runner: W.EnvRunner, index: int, inbox: queue.SimpleQueue, outb
         except BaseException as err:  # reported by the recv that collects it
             status, info = W.STATUS_ERROR, describe_exception(err)
         outbox.put((index, status, info))
+
+
+def _stop_threads(inboxes: list) -> None:
+    for inbox in inboxes:
+        inbox.put(None)
 
 
 class ThreadingAsyncEnvPool(AsyncEnvPool, SerialEnv):
@@ -87,13 +93,17 @@ class ThreadingAsyncEnvPool(AsyncEnvPool, SerialEnv):
             inboxes.append(inbox)
             threads.append(thread)
         d["_inboxes"], d["_threads"], d["_outbox"] = inboxes, threads, outbox
+        # garbage-collected without close(): the threads (which do not refer to the pool) stop
+        d["_thread_finalizer"] = weakref.finalize(self, _stop_threads, inboxes)
 
     def _shutdown(self) -> None:
         d = self.__dict__
         inboxes, threads = d.pop("_inboxes", []), d.pop("_threads", [])
         d.pop("_outbox", None)
-        for inbox in inboxes:
-            inbox.put(None)
+        finalizer = d.pop("_thread_finalizer", None)
+        if finalizer is not None:
+            finalizer.detach()
+        _stop_threads(inboxes)
         deadline = time.monotonic() + _JOIN_TIMEOUT
         for thread in threads:
             thread.join(max(0.0, deadline - time.monotonic()))

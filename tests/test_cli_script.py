@@ -72,3 +72,62 @@ def test_python_dash_m_reports_errors_in_one_line():
     assert result.stdout == ""
     assert result.stderr.strip().splitlines() == [result.stderr.strip()]
     assert "unknown backend 'no-such-backend-xyz'" in result.stderr
+
+
+# Backends without from_pixels: VMAS renders, PettingZoo renders when made with render_mode,
+# MuJoCo renders headless with MUJOCO_GL=egl (what record picks without a display).
+RECORDABLE = [
+    ("vmas", "vmas:balance", ["--kwargs", "num_envs=2"]),
+    ("pettingzoo", "pettingzoo:mpe/simple_spread_v3", []),
+    ("mujoco", "mujoco:InvertedPendulum", []),
+]
+
+
+@pytest.mark.parametrize(("module", "name", "extra"), RECORDABLE, ids=[r[0] for r in RECORDABLE])
+def test_record_works_for_backends_that_render(module, name, extra, tmp_path):
+    pytest.importorskip(f"torchenv_{module}")
+    pytest.importorskip("imageio")
+    out = tmp_path / "video.gif"
+    environ = {"SDL_VIDEODRIVER": "dummy"}
+    if module == "mujoco":
+        environ = {**environ, "MUJOCO_GL": "egl"}
+    result = _run(
+        _script(),
+        "record",
+        name,
+        *extra,
+        "--out",
+        str(out),
+        "--steps",
+        "4",
+        "--no-progress",
+        env=environ,
+    )
+    if module == "mujoco" and "could not create an OpenGL context" in result.stderr:
+        pytest.skip("no EGL on this machine (the error named the fix)")
+    assert result.returncode == 0, result.stderr
+    assert "\r" not in result.stderr  # --no-progress
+    import imageio.v3 as iio
+
+    frames = iio.imread(out)
+    assert frames.shape[0] >= 4 and frames.shape[-1] in (3, 4), frames.shape
+
+
+def test_record_names_the_mujoco_gl_fix_when_opengl_fails(tmp_path):
+    pytest.importorskip("torchenv_mujoco")
+    # a backend that cannot work here: the error names MUJOCO_GL=egl
+    result = _run(
+        _script(),
+        "record",
+        "mujoco:InvertedPendulum",
+        "--out",
+        str(tmp_path / "v.gif"),
+        "--steps",
+        "2",
+        "--no-progress",
+        env={"MUJOCO_GL": "osmesa", "PYOPENGL_PLATFORM": "osmesa"},
+    )
+    if result.returncode == 0:
+        pytest.skip("OSMesa renders on this machine")
+    assert result.returncode == 2
+    assert "MUJOCO_GL=egl torchenv record mujoco:InvertedPendulum" in result.stderr, result.stderr

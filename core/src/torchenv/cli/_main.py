@@ -86,6 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="video file; its extension picks the format")
     p.add_argument("--steps", type=_positive, default=200, help="frames to record (200)")
     p.add_argument("--fps", type=_positive, default=30, help="frames per second (30)")
+    p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
     return parser
 
 

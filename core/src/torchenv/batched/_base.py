@@ -19,6 +19,7 @@ before the workers are forked.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -68,6 +69,17 @@ def closed_error(env: BatchedEnvBase, generation: int, err: BaseException) -> No
             f"{type(env).__name__} was closed (from another thread?) during the call; "
             "reset() starts new sub-environments"
         ) from err
+
+
+def check_generation(env: BatchedEnvBase, generation: int) -> None:
+    """Raise :class:`EnvClosedError` when ``env`` was closed since ``generation``: a call that
+    returns after a close from another thread may have read freed buffers (partial data), so
+    it never returns its result."""
+    if env.__dict__["_generation"] != generation:
+        raise W.EnvClosedError(
+            f"{type(env).__name__} was closed (from another thread?) during the call; "
+            "reset() starts new sub-environments"
+        )
 
 
 def _tuple(key: Any) -> tuple:
@@ -424,18 +436,27 @@ class BatchedEnvBase(EnvBase):
             return
         if self.__dict__.get("_view_link") is not None:
             check_view(self)  # a closed view cannot start: it raises
-        self.__dict__["_cache"].pop("batched_root_plan", None)  # it holds buffer views
-        self.__dict__["_root_stale"] = set()
-        self._start()
-        if self.__dict__.get("_view_link") is None:
-            try:
-                self._check_worker_specs()
-            except BaseException:
-                self._shutdown()
-                raise
-        self.__dict__["_started"] = True
-        self.__dict__["_closed_after_start"] = False
-        self.is_closed = False
+        with self._lifecycle_lock():
+            if self.__dict__["_started"]:  # started by another thread meanwhile
+                return
+            self.__dict__["_cache"].pop("batched_root_plan", None)  # it holds buffer views
+            self.__dict__["_root_stale"] = set()
+            self._start()
+            if self.__dict__.get("_view_link") is None:
+                try:
+                    self._check_worker_specs()
+                except BaseException:
+                    self._shutdown()
+                    raise
+            self.__dict__["_started"] = True
+            self.__dict__["_closed_after_start"] = False
+            self.is_closed = False
+
+    def _lifecycle_lock(self) -> threading.RLock:
+        """The lock that :meth:`start` and :meth:`close` hold: a close from another thread
+        never runs in the middle of a start (it would free the buffers of the workers just
+        started, whose outputs would then come back empty), nor a start in a close."""
+        return self.__dict__.setdefault("_lifecycle", threading.RLock())
 
     def _check_worker_specs(self) -> None:
         """Compare, once at start, each sub-env's specs (keys, dtypes, shapes) with those the
@@ -468,15 +489,20 @@ class BatchedEnvBase(EnvBase):
         if d.get("_view_link") is not None:  # a view (env[i]): the workers are the parent's
             close_view(self)
             return
-        started = d.get("_started")
-        d["_generation"] = d.get("_generation", 0) + 1
-        d["_started"] = False  # first: another thread stepping now sees a closed env
-        try:
+        with self._lifecycle_lock():
+            started = d.get("_started")
+            # In this order: a call entering now either sees the env not started (step: refused,
+            # as _closed_after_start is already set) or holds the old generation (and raises
+            # EnvClosedError when it fails or returns: see closed_error / check_generation).
             if started:
                 d["_closed_after_start"] = True
-                self._shutdown()
-        finally:
-            self.is_closed = True
+            d["_started"] = False
+            d["_generation"] = d.get("_generation", 0) + 1
+            try:
+                if started:
+                    self._shutdown()
+            finally:
+                self.is_closed = True
 
     def _ensure_started(self) -> None:
         if not self.__dict__["_started"]:

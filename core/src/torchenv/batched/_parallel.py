@@ -33,7 +33,7 @@ from typing import Any
 
 import torch
 
-from torchenv.batched._base import BatchedEnvBase, closed_error
+from torchenv.batched._base import BatchedEnvBase, check_generation, closed_error
 from torchenv.batched._pool import WorkerPool, default_start_method
 from torchenv.batched._serial import SerialEnv
 from torchenv.batched._view import make_view
@@ -48,7 +48,9 @@ def _without_grad(method: Callable) -> Callable:
     gradients are off and 0.5 us when on, against 2.8 us per call for ``@torch.no_grad()``).
 
     Also turns any failure of a call during which the env was closed (by another thread) into
-    :class:`EnvClosedError` (:func:`~torchenv.batched._base.closed_error`)."""
+    :class:`EnvClosedError` (:func:`~torchenv.batched._base.closed_error`), and so does a call
+    that returns after such a close (:func:`~torchenv.batched._base.check_generation`): it
+    may have read freed buffers, so its result is never returned."""
     set_grad_enabled = torch._C._set_grad_enabled
 
     @functools.wraps(method)
@@ -58,13 +60,16 @@ def _without_grad(method: Callable) -> Callable:
         if enabled:
             set_grad_enabled(False)
         try:
-            return method(self, *args, **kwargs)
+            out = method(self, *args, **kwargs)
         except Exception as err:
             closed_error(self, generation, err)
             raise
         finally:
             if enabled:
                 set_grad_enabled(True)
+        if self.__dict__["_generation"] != generation:
+            check_generation(self, generation)
+        return out
 
     return wrapper
 
@@ -219,3 +224,9 @@ class ParallelEnv(BatchedEnvBase, metaclass=_ParallelMeta):
     @_without_grad
     def step_and_maybe_reset(self, tensordict):
         return super().step_and_maybe_reset(tensordict)
+
+    @_without_grad
+    def set_seed(self, seed: int | None = None, static_seed: bool = False) -> int | None:
+        """Seeds the sub-environments as :meth:`BatchedEnvBase.set_seed`; a close from another
+        thread meanwhile raises :class:`~torchenv.batched.EnvClosedError`."""
+        return super().set_seed(seed, static_seed)

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from torchenv.batched import _worker as W
-from torchenv.batched._base import BatchedEnvBase, closed_error
+from torchenv.batched._base import BatchedEnvBase, check_generation, closed_error
 from torchenv.batched._view import make_view
 from torchenv.batched._worker import EnvRunner, _close_env
 
@@ -15,16 +15,19 @@ __all__ = ["SerialEnv"]
 
 
 def _closed_guard(method: Callable) -> Callable:
-    """A call that fails because another thread closed the env raises ``EnvClosedError``."""
+    """A call that fails, or returns, after another thread closed the env raises
+    ``EnvClosedError`` (its result may come from closed sub-environments)."""
 
     @functools.wraps(method)
     def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
         generation = self.__dict__["_generation"]
         try:
-            return method(self, *args, **kwargs)
+            out = method(self, *args, **kwargs)
         except Exception as err:
             closed_error(self, generation, err)
             raise
+        check_generation(self, generation)
+        return out
 
     return wrapper
 
@@ -158,3 +161,9 @@ class SerialEnv(BatchedEnvBase):
     @_closed_guard
     def step_and_maybe_reset(self, tensordict):
         return super().step_and_maybe_reset(tensordict)
+
+    @_closed_guard
+    def set_seed(self, seed: int | None = None, static_seed: bool = False) -> int | None:
+        """Seeds the sub-environments as :meth:`BatchedEnvBase.set_seed`; a close from another
+        thread meanwhile raises :class:`~torchenv.batched.EnvClosedError`."""
+        return super().set_seed(seed, static_seed)

@@ -37,6 +37,8 @@ DOCS_PAGES = [
     "docs/vmas.md",
     "docs/mujoco.md",
     "docs/pettingzoo.md",
+    "docs/openspiel.md",
+    "docs/meltingpot.md",
     "docs/distributed.md",
 ]
 

@@ -12,6 +12,7 @@ from torchenv.batched._async_threads import ThreadingAsyncEnvPool
 from torchenv.batched._creator import EnvCreator
 from torchenv.batched._parallel import ParallelEnv
 from torchenv.batched._ray import RayParallelEnv
+from torchenv.batched._restart import WorkerRestartedWarning
 from torchenv.batched._serial import SerialEnv
 from torchenv.batched._spec_check import SpecMismatchError
 from torchenv.batched._worker import EnvClosedError, WorkerError, heartbeat
@@ -27,5 +28,6 @@ __all__ = [
     "SpecMismatchError",
     "ThreadingAsyncEnvPool",
     "WorkerError",
+    "WorkerRestartedWarning",
     "heartbeat",
 ]

@@ -33,12 +33,15 @@ from typing import Any
 
 import torch
 
+from torchenv.batched import _worker as W
 from torchenv.batched._base import BatchedEnvBase, check_generation, closed_error
 from torchenv.batched._pool import WorkerPool, default_start_method
+from torchenv.batched._restart import RESTART_KEY, after_restart, restart_flags
 from torchenv.batched._serial import SerialEnv
 from torchenv.batched._view import make_view
 from torchenv.batched._worker import EnvClosedError
 from torchenv.envs._common import _EnvMeta
+from torchenv.specs import Categorical
 
 __all__ = ["ParallelEnv"]
 
@@ -74,7 +77,7 @@ def _without_grad(method: Callable) -> Callable:
     return wrapper
 
 
-_PARALLEL_ONLY = ("envs_per_worker",)  # arguments a SerialEnv does not take
+_PARALLEL_ONLY = ("envs_per_worker", "restart_failed", "max_restarts")  # not SerialEnv's
 
 
 class _ParallelMeta(_EnvMeta):
@@ -106,6 +109,13 @@ class ParallelEnv(BatchedEnvBase, metaclass=_ParallelMeta):
             ``ParallelEnv(64, make_env, envs_per_worker=32)`` runs 64 envs in 2 processes:
             cheap envs then pay one process round trip per 32 envs instead of one each.
             Default 1 (one process per sub-env).
+        restart_failed: replace a worker that dies, hangs or raises during ``step``,
+            ``reset`` or ``step_and_maybe_reset`` by a new one from the same factory, with a
+            :class:`~torchenv.batched.WorkerRestartedWarning`; its sub-env's episode ends as
+            truncated with ``("next", "worker_restarted")`` true (an observation entry, false
+            otherwise). See :mod:`torchenv.batched._restart`. Default ``False``.
+        max_restarts: restarts allowed per worker process before the error is raised as
+            without ``restart_failed``. Default 10.
 
     Examples:
         >>> from torchenv.envs import PendulumEnv
@@ -125,6 +135,8 @@ class ParallelEnv(BatchedEnvBase, metaclass=_ParallelMeta):
         create_env_kwargs: dict | Sequence[dict] | None = None,
         *,
         envs_per_worker: int = 1,
+        restart_failed: bool = False,
+        max_restarts: int = 10,
         **kwargs: Any,
     ) -> None:
         if (
@@ -133,8 +145,15 @@ class ParallelEnv(BatchedEnvBase, metaclass=_ParallelMeta):
             or envs_per_worker < 1
         ):
             raise ValueError(f"envs_per_worker must be a positive int; got {envs_per_worker!r}.")
-        self.__dict__["envs_per_worker"] = envs_per_worker  # read by _start_pool
+        if not isinstance(max_restarts, int) or isinstance(max_restarts, bool) or max_restarts < 0:
+            raise ValueError(f"max_restarts must be an int >= 0; got {max_restarts!r}.")
+        d = self.__dict__
+        d["envs_per_worker"] = envs_per_worker  # read by _start_pool
+        d["restart_failed"], d["max_restarts"] = bool(restart_failed), max_restarts
         super().__init__(num_workers, create_env_fn, create_env_kwargs, **kwargs)
+        if restart_failed:
+            flag = Categorical(2, shape=(*self.batch_size, 1), dtype=torch.bool)
+            self.observation_spec[RESTART_KEY] = flag.to(self.device) if self.device else flag
 
     @property
     def num_processes(self) -> int:
@@ -159,7 +178,10 @@ class ParallelEnv(BatchedEnvBase, metaclass=_ParallelMeta):
     def _start_pool(self, fns, kwargs, groups, *, mp_start_method, **options) -> WorkerPool:
         """The worker processes, with ``groups`` as their buffers (``None``: no buffers)."""
         method = mp_start_method or default_start_method()
-        k = self.__dict__.get("envs_per_worker", 1)
+        d = self.__dict__
+        k = d.get("envs_per_worker", 1)
+        options["restart_failed"] = d.get("restart_failed", False)
+        options["max_restarts"] = d.get("max_restarts", 10)
         return WorkerPool(fns, kwargs, groups, start_method=method, envs_per_worker=k, **options)
 
     def _shutdown(self) -> None:
@@ -211,19 +233,38 @@ class ParallelEnv(BatchedEnvBase, metaclass=_ParallelMeta):
                 "the ParallelEnv was closed (from another thread?); reset() starts new "
                 "sub-environments"
             )
-        return pool.run(op, workers, args, reply)
+        out = pool.run(op, workers, args, reply)
+        if pool.restarted:  # restart_failed=True replaced some workers
+            out = after_restart(self, pool, op, workers, args, out)
+        if op == W.OP_SEED and pool.restart_failed:  # the seed of a restarted sub-env
+            seeds = self.__dict__.setdefault("_sub_seeds", {})
+            for i, (seed, _) in zip(workers, args):
+                seeds[i] = seed
+        return out
 
     @_without_grad
     def _step(self, tensordict):
-        return super()._step(tensordict)
+        out = super()._step(tensordict)
+        if self.__dict__["restart_failed"]:
+            rows, self.__dict__["_restarted_rows"] = self.__dict__.get("_restarted_rows"), set()
+            out.set(RESTART_KEY, restart_flags(self, rows))
+        return out
 
     @_without_grad
     def _reset(self, tensordict, **kwargs):
-        return super()._reset(tensordict, **kwargs)
+        out = super()._reset(tensordict, **kwargs)
+        if self.__dict__["restart_failed"]:
+            out.set(RESTART_KEY, restart_flags(self, None))
+        return out
 
     @_without_grad
     def step_and_maybe_reset(self, tensordict):
-        return super().step_and_maybe_reset(tensordict)
+        tensordict, root = super().step_and_maybe_reset(tensordict)
+        if self.__dict__["restart_failed"]:
+            rows, self.__dict__["_restarted_rows"] = self.__dict__.get("_restarted_rows"), set()
+            tensordict.get("next").set(RESTART_KEY, restart_flags(self, rows))
+            root.set(RESTART_KEY, restart_flags(self, None))
+        return tensordict, root
 
     @_without_grad
     def set_seed(self, seed: int | None = None, static_seed: bool = False) -> int | None:

@@ -164,6 +164,10 @@ class WorkerPool:
         daemon: start daemonic workers.
         shutdown_timeout: seconds a worker has to close its env before it is killed (10).
         envs_per_worker: sub-envs run serially by each process (the last may run fewer).
+        restart_failed: replace a process that dies, hangs or raises during a data command
+            (step, reset, step_and_maybe_reset) by a new one from the same factories, at most
+            ``max_restarts`` times per process (see :mod:`torchenv.batched._restart`);
+            :attr:`restarted` then names its sub-envs and the cause.
 
     Sub-env ``i`` has its own control slots and buffer rows whatever the grouping; ``procs``,
     ``conns``, ``_gos`` and ``_dones`` are indexed by sub-env (sub-envs of one process share
@@ -183,10 +187,20 @@ class WorkerPool:
         daemon: bool = False,
         shutdown_timeout: float | None = None,
         envs_per_worker: int = 1,
+        restart_failed: bool = False,
+        max_restarts: int = 10,
     ) -> None:
         self.num_workers = n = len(create_env_fns)
+        self.restart_failed, self.max_restarts = bool(restart_failed), int(max_restarts)
+        if restart_failed and memmap and start_method != "fork":
+            raise ValueError(
+                "restart_failed=True with memmap=True needs the fork start method (the buffer "
+                "file is deleted once the first workers mapped it); use shared memory instead."
+            )
+        self.restarted: dict[int, tuple[str, int | None]] = {}  # sub-env: (cause, old pid)
         k = self.envs_per_worker = int(envs_per_worker)
         self._members = [list(range(s, min(n, s + k))) for s in range(0, n, k)]
+        self._restarts = [0] * len(self._members)  # per process
         self._owner = [p for p, members in enumerate(self._members) for _ in members]
         self._lead = [self._members[p][0] for p in self._owner]
         self._daemon = daemon
@@ -275,51 +289,61 @@ class WorkerPool:
         num_sub_threads,
         beat_offset,
     ) -> None:
-        state = self._state
-        left, all_done = state.shared_sems
         # the kernel's parent-death signal follows the thread that starts a worker: safe when
         # that thread lives as long as this process (or is the forkserver's)
         kernel_signal = (
             ctx.get_start_method() == "forkserver"
             or threading.current_thread() is threading.main_thread()
         )
-        for p, members in enumerate(self._members):
-            go, done = ctx.Semaphore(0), ctx.Semaphore(0)
-            parent_conn, child_conn = ctx.Pipe(duplex=True)
-            if len(members) == 1:
-                (i,) = members
-                target = (i, create_env_fns[i], create_env_kwargs[i])
+        self._spawn_args = (ctx, create_env_fns, create_env_kwargs, buffer, groups, ctl_offset)
+        self._spawn_args += (parent_pid, num_sub_threads, kernel_signal, beat_offset)
+        for p in range(len(self._members)):
+            self._start_process(p)
+
+    def _start_process(self, p: int) -> None:
+        """Start process ``p`` (again, after a restart: it replaces the old one's entries)."""
+        state = self._state
+        ctx, fns, all_kwargs, buffer, groups, ctl_offset, *rest = self._spawn_args
+        parent_pid, num_sub_threads, kernel_signal, beat_offset = rest
+        left, all_done = state.shared_sems
+        members = self._members[p]
+        go, done = ctx.Semaphore(0), ctx.Semaphore(0)
+        parent_conn, child_conn = ctx.Pipe(duplex=True)
+        if len(members) == 1:
+            (i,) = members
+            target = (i, fns[i], all_kwargs[i])
+        else:
+            target = (members, [fns[i] for i in members], [all_kwargs[i] for i in members])
+        proc = ctx.Process(
+            target=W.worker_main,
+            name=f"torchenv-worker-{p}",
+            args=(
+                *target,
+                buffer,
+                groups,
+                ctl_offset,
+                go,
+                (done, left, all_done),
+                child_conn,
+                parent_pid,
+                num_sub_threads,
+                kernel_signal,
+                beat_offset,
+            ),
+            daemon=self._daemon,  # default False: a worker may start processes of its own
+        )
+        # recorded before it starts: a failure from here on still stops and closes it
+        entries = (proc, members[0], go, done, parent_conn)
+        lists = (state.procs, state.leads, state.gos, state.dones, state.conns)
+        for entry, where in zip(entries, lists):
+            if p < len(where):
+                where[p] = entry
             else:
-                fns = [create_env_fns[i] for i in members]
-                target = (members, fns, [create_env_kwargs[i] for i in members])
-            proc = ctx.Process(
-                target=W.worker_main,
-                name=f"torchenv-worker-{p}",
-                args=(
-                    *target,
-                    buffer,
-                    groups,
-                    ctl_offset,
-                    go,
-                    (done, left, all_done),
-                    child_conn,
-                    parent_pid,
-                    num_sub_threads,
-                    kernel_signal,
-                    beat_offset,
-                ),
-                daemon=self._daemon,  # default False: a worker may start processes of its own
-            )
-            # recorded before it starts: a failure from here on still stops and closes it
-            state.procs.append(proc)
-            state.leads.append(members[0])
-            state.gos.append(go)
-            state.dones.append(done)
-            state.conns.append(parent_conn)
-            try:
-                proc.start()
-            finally:
-                child_conn.close()
+                where.append(entry)
+        try:
+            proc.start()
+        finally:
+            child_conn.close()
 
     @property
     def pids(self) -> list[int]:
@@ -349,6 +373,16 @@ class WorkerPool:
         """
         if self.broken is not None:
             raise RuntimeError(f"this ParallelEnv can no longer be used: {self.broken}")
+        try:
+            return self._run_checked(op, workers, args, reply)
+        except W.WorkerError as err:
+            if not self.restart_failed or op not in W.COUNTED_OPS or self.closed:
+                raise
+            from torchenv.batched._restart import recover
+
+            return recover(self, op, workers, err)
+
+    def _run_checked(self, op: int, workers: Sequence[int], args, reply: bool) -> list | None:
         try:
             return self._run(op, workers, args, reply)
         except (ValueError, OSError, EOFError, AttributeError, TypeError) as err:
@@ -392,7 +426,11 @@ class WorkerPool:
         if args is not None:
             conns = self.conns
             for i, a in zip(workers, args):
-                conns[i].send(a)
+                try:
+                    conns[i].send(a)
+                except (OSError, ValueError):  # dead: found by the wait (the others go on)
+                    if not self.restart_failed:
+                        raise
         try:
             return self._collect(op, workers, reply)
         except KeyboardInterrupt:
@@ -430,8 +468,12 @@ class WorkerPool:
         if args is not None:
             for positions in by_proc.values():
                 conn = self.conns[workers[positions[0]]]
-                for j in positions:
-                    conn.send(args[j])
+                try:
+                    for j in positions:
+                        conn.send(args[j])
+                except (OSError, ValueError):  # dead: found by the wait (the others go on)
+                    if not self.restart_failed:
+                        raise
         try:
             if not reply:
                 return self._collect(op, workers, False)

@@ -227,9 +227,12 @@ class AsyncEnvPool(BatchedEnvBase, metaclass=_AsyncMeta):
         sub-env, sent along with a reset."""
         raise NotImplementedError
 
-    def _harvest(self, wait: float | None) -> list[tuple[int, int, Any]]:  # pragma: no cover
+    def _harvest(  # pragma: no cover - backends
+        self, wait: float | None, need: int = 1
+    ) -> list[tuple[int, int, Any]]:
         """``(sub-env, status, error info)`` of sub-envs that finished since the last call,
-        waiting up to ``wait`` seconds (``None``: until one does) for at least one."""
+        waiting up to ``wait`` seconds (``None``: until one does) when none has; ``need``: how
+        many the caller waits for (a backend may sleep until that many finished)."""
         raise NotImplementedError
 
     # ------------------------------------------------------------------ send
@@ -442,7 +445,8 @@ class AsyncEnvPool(BatchedEnvBase, metaclass=_AsyncMeta):
                     f"sub-envs awaited finished within {timeout} s; the results stay "
                     "available to the next recv."
                 )
-            self._absorb(self._harvest(wait))
+            need = 1 if env_index is not None else min_get - len(finished)
+            self._absorb(self._harvest(wait, need))
         if env_index is not None:
             taken = [env_index]
         else:

@@ -94,32 +94,14 @@ class ProcessorAsyncEnvPool(AsyncEnvPool, ParallelEnv):
             for i, arg in zip(ids, args):
                 pool.conns[i].send(arg)
 
-    def _harvest(self, wait: float | None) -> list[tuple[int, int, Any]]:
+    def _harvest(self, wait: float | None, need: int = 1) -> list[tuple[int, int, Any]]:
         d = self.__dict__
         pool = self._pool_or_closed()
         ctl, busy, status = pool.ctl, d["_busy"], d["_status"]
         pending = [i for i in busy if i not in status]
-        deadline = None if wait is None else time.monotonic() + wait
-        while True:
-            done = [i for i in pending if not ctl[2 * i]]
-            if done:
-                break
-            if deadline is not None:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return []
-            else:
-                left = _SLICE
-            if pool._all_done(True, min(left, _SLICE)):
-                d["_owed"] -= 1  # a release: a finish, of a worker harvested now or before
-                continue
-            sent_at = d["_sent_at"]
-            for i in pending:  # raises WorkerError for a dead or hung worker
-                try:
-                    pool._check_alive(i, _OPS[busy[i]], sent_at[i])
-                except W.WorkerError:
-                    self._release(i)
-                    raise
+        done = [i for i in pending if not ctl[2 * i]]
+        if not done and wait != 0.0:
+            done = self._wait(pool, pending, wait, min(max(need, 1), len(pending)))
         out = []
         for i in done:
             code = ctl[2 * i + 1]
@@ -129,6 +111,40 @@ class ProcessorAsyncEnvPool(AsyncEnvPool, ParallelEnv):
             out.append((i, code, info))
         d["_owed"] += len(done)
         return out
+
+    def _wait(self, pool, pending: list[int], wait: float | None, need: int) -> list[int]:
+        """Sleep until ``need`` of ``pending`` finished (or ``wait`` seconds passed): woken
+        once, by the ``need``-th to finish. ``need - 1`` units go into the shared ``left``
+        semaphore, which the first finishers take silently (the count-down of
+        :mod:`torchenv.batched._worker`); the units left are taken back afterwards."""
+        d = self.__dict__
+        ctl, busy, sent_at = pool.ctl, d["_busy"], d["_sent_at"]
+        left_sem = pool._state.shared_sems[0]
+        silent = need - 1
+        for _ in range(silent):
+            pool._count_down()
+        deadline = None if wait is None else time.monotonic() + wait
+        try:
+            while True:
+                remaining = _SLICE if deadline is None else deadline - time.monotonic()
+                if remaining <= 0:
+                    return [i for i in pending if not ctl[2 * i]]
+                if pool._all_done(True, min(remaining, _SLICE)):
+                    d["_owed"] -= 1  # a release: a finish, of a worker harvested now or before
+                    done = [i for i in pending if not ctl[2 * i]]
+                    if done:
+                        return done
+                    continue
+                for i in pending:  # raises WorkerError for a dead or hung worker
+                    try:
+                        pool._check_alive(i, _OPS[busy[i]], sent_at[i])
+                    except W.WorkerError:
+                        self._release(i)
+                        raise
+        finally:
+            while silent and left_sem.acquire(False):  # units no worker took
+                silent -= 1
+            d["_owed"] -= silent  # finishes that took a unit released nothing
 
     def _pid(self, i: int) -> int | None:
         pool = self.__dict__.get("_pool")

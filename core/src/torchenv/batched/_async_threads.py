@@ -122,7 +122,7 @@ class ThreadingAsyncEnvPool(AsyncEnvPool, SerialEnv):
         for i, arg in zip(ids, args):
             inboxes[i].put((op, arg))
 
-    def _harvest(self, wait: float | None) -> list[tuple[int, int, Any]]:
+    def _harvest(self, wait: float | None, need: int = 1) -> list[tuple[int, int, Any]]:
         outbox = self.__dict__.get("_outbox")
         if outbox is None:
             raise W.EnvClosedError(

@@ -4,8 +4,8 @@ A backend gives three pure, single-env JAX functions (``init(key) -> carry``,
 ``step(carry, action) -> (carry, reward, terminated, truncated)`` and the accessor
 ``observation(carry) -> pytree``). This class compiles, once per batch shape,
 
-- ``reset(key, carry, mask) -> (key, carry)``: ``jax.vmap(init)`` over fresh keys split from the
-  env's key, merged into the current carry with ``jnp.where`` on the rows of ``mask`` (no Python
+- ``reset(keys, carry, mask) -> (keys, carry)``: ``jax.vmap(init)`` over fresh keys split from
+  each sub-env's own key (``set_seed(s)`` splits ``PRNGKey(s)`` into one key per sub-env), merged into the current carry with ``jnp.where`` on the rows of ``mask`` (no Python
   loop over sub-envs; a full reset is the all-True mask),
 - ``step(carry, action) -> (carry, reward, terminated, truncated, done)``: ``jax.vmap(step)``,
 
@@ -69,15 +69,13 @@ def _compile(
     import jax
     import jax.numpy as jnp
 
-    def init_all(key):
-        key, sub = jax.random.split(key)
-        carry = jax.vmap(init)(jax.random.split(sub, n))
-        return key, (carry, jnp.zeros((n,), jnp.int32))
-
-    def reset_masked(key, carry, mask):
-        key, fresh = init_all(key)
+    def reset_masked(keys, carry, mask):
+        # one key per sub-env: a sub-env's resets draw from its own stream only, so they do not
+        # depend on when the other sub-envs reset
+        pairs = jax.vmap(jax.random.split)(keys)
+        fresh = (jax.vmap(init)(pairs[:, 1]), jnp.zeros((n,), jnp.int32))
         merged = jax.tree_util.tree_map(lambda a, b: _where_rows(mask, a, b), fresh, carry)
-        return key, merged
+        return _where_rows(mask, pairs[:, 0], keys), merged
 
     def step_all(carry, action):
         inner, steps = carry
@@ -93,7 +91,9 @@ def _compile(
 
     seconds = {}
     compiled = []
-    carry_shape = jax.eval_shape(init_all, key)[1]
+    carry_shape = jax.eval_shape(
+        lambda k: (jax.vmap(init)(k), jnp.zeros((n,), jnp.int32)), key
+    )
     mask = jax.ShapeDtypeStruct((n,), jnp.bool_)
     for name, fn, args in (
         ("reset", reset_masked, (key, carry_shape, mask)),
@@ -225,7 +225,8 @@ class JaxEnv(EnvBase):
 
         if seed is None:
             seed = int(torch.empty((), dtype=torch.int64).random_().item())
-        self.__dict__["_key"] = jax.device_put(jax.random.PRNGKey(seed % 2**63), self._jax_device)
+        keys = jax.random.split(jax.random.PRNGKey(seed % 2**63), self._n)
+        self.__dict__["_key"] = jax.device_put(keys, self._jax_device)
 
     # ------------------------------------------------------------------ torch side
     def _obs_td(self, carry: Any) -> dict:

@@ -61,7 +61,7 @@ def to_spec(
     shape = (*batch, *spec.shape)
     dtype = _dtype(spec)
     if isinstance(spec, specs.MultiDiscreteArray):
-        nvec = torch.as_tensor(np.asarray(spec.num_values)).reshape(-1)
+        nvec = torch.as_tensor(np.array(spec.num_values)).reshape(-1)
         if len(spec.shape) > 1:
             raise NotImplementedError(f"{what}: multi-dimensional MultiDiscreteArray {spec}")
         if categorical:
@@ -75,8 +75,8 @@ def to_spec(
     if dtype == torch.bool:
         return Categorical(2, shape=shape, device=device, dtype=torch.bool)
     if isinstance(spec, specs.BoundedArray):
-        low = torch.as_tensor(np.broadcast_to(np.asarray(spec.minimum), spec.shape).copy())
-        high = torch.as_tensor(np.broadcast_to(np.asarray(spec.maximum), spec.shape).copy())
+        low = torch.as_tensor(np.broadcast_to(np.array(spec.minimum), spec.shape).copy())
+        high = torch.as_tensor(np.broadcast_to(np.array(spec.maximum), spec.shape).copy())
         low, high = low.expand(shape).clone(), high.expand(shape).clone()
         return Bounded(low.to(dtype), high.to(dtype), shape, device=device, dtype=dtype)
     if isinstance(spec, specs.Array):

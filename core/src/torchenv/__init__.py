@@ -140,7 +140,15 @@ _EXPORTS: dict[str, str] = {
     # batched
     **{
         name: "torchenv.batched"
-        for name in ("SerialEnv", "ParallelEnv", "RayParallelEnv", "EnvCreator")
+        for name in (
+            "SerialEnv",
+            "ParallelEnv",
+            "RayParallelEnv",
+            "EnvCreator",
+            "AsyncEnvPool",
+            "ProcessorAsyncEnvPool",
+            "ThreadingAsyncEnvPool",
+        )
     },
     # versions
     "implement_for": "torchenv.versions",
@@ -189,10 +197,13 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from torchenv.batched import (  # noqa: F401
+        AsyncEnvPool,
         EnvCreator,
         ParallelEnv,
+        ProcessorAsyncEnvPool,
         RayParallelEnv,
         SerialEnv,
+        ThreadingAsyncEnvPool,
     )
     from torchenv.envs import EnvBase, check_env_specs, step_mdp  # noqa: F401
     from torchenv.registry import backends, list_envs, make  # noqa: F401

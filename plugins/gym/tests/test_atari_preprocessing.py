@@ -72,7 +72,7 @@ def test_observation_is_a_stack_of_four_84x84_gray_frames():
         td = env.rollout(6, policy=lambda td: td.set("action", _one_hot(FIRE)))
         obs = td["next", "observation"]
         assert tuple(obs.shape) == (6, 4, 84, 84)
-        assert 0 <= obs.min() and obs.max() <= 1 and obs.std() > 0
+        assert obs.min() >= 0 and obs.max() <= 1 and obs.std() > 0
         # a stack: each step drops the oldest frame and appends the new one
         torch.testing.assert_close(obs[1:, :3], obs[:-1, 1:], rtol=0, atol=0)
         assert set(td["next", "reward"].unique().tolist()) <= {-1.0, 0.0, 1.0}

@@ -195,6 +195,11 @@ class OpenSpielWrapper(EnvBase):
             rows = slice(None) if positions == list(range(self.num_players)) else positions
             self._groups.append((group, rows))
         self._cpu = self.device is None or self.device.type == "cpu"
+        # the action specs whose masks follow the legal actions (the env's own spec objects:
+        # specs are locked, so they stay the same)
+        self._mask_specs = [
+            (rows, self.full_action_spec[group, "action"]) for group, rows in self._groups
+        ]
 
         getters = {OBSERVATION: "observation_tensor", INFORMATION_STATE: "information_state_tensor"}
         self._getters = [(key, getters[key]) for key in keys]
@@ -283,7 +288,10 @@ class OpenSpielWrapper(EnvBase):
     def _output(self, rewards: np.ndarray | None) -> TensorDictBase:
         state = self.game_state
         acting, legal = self._acting(state)
-        self.__dict__["_legal"] = legal
+        # a copy of its own for the legality checks and the specs' masks: the output's
+        # action_mask may share the memory of ``legal``
+        check = legal.copy()
+        self.__dict__["_legal"] = check
         names = self.agent_names
         per_agent: dict[str, Any] = {
             "observation": self._read(state, 0),
@@ -292,11 +300,13 @@ class OpenSpielWrapper(EnvBase):
         if rewards is not None:
             per_agent["reward"] = rewards
         terminal = state.is_terminal()
-        out = self._layout.output(
-            per_agent, {"done": terminal, "terminated": terminal}, acting=[names[p] for p in acting]
-        )
+        device = None if self._cpu else self.device
+        root = {
+            "done": torch.tensor([terminal], device=device),
+            "terminated": torch.tensor([terminal], device=device),
+        }
+        out = self._layout.output(per_agent, root, acting=[names[p] for p in acting])
         secondary = self._read(state, 1) if self._secondary is not None else None
-        spec = self.full_action_spec
         for group, positions in self._groups:
             sub = out.get(group)
             if self._primary != OBSERVATION:
@@ -304,7 +314,10 @@ class OpenSpielWrapper(EnvBase):
             if secondary is not None:
                 value = torch.from_numpy(secondary[positions])
                 sub.set(self._secondary, value if self._cpu else value.to(self.device))
-            spec[group, "action"].update_mask(sub.get("action_mask"))
+        # TorchRL keeps the action specs masked, so that rand_action follows the legal actions
+        for rows, spec in self._mask_specs:
+            mask = torch.from_numpy(check[rows])
+            spec.mask = mask if self._cpu else mask.to(self.device)
         out.set(
             "current_player",
             torch.tensor(state.current_player(), dtype=torch.int32, device=self.device),

@@ -245,7 +245,7 @@ class ParallelEnv(BatchedEnvBase, metaclass=_ParallelMeta):
     @_without_grad
     def _step(self, tensordict):
         out = super()._step(tensordict)
-        if self.__dict__["restart_failed"]:
+        if self.__dict__.get("restart_failed"):
             rows, self.__dict__["_restarted_rows"] = self.__dict__.get("_restarted_rows"), set()
             out.set(RESTART_KEY, restart_flags(self, rows))
         return out
@@ -253,14 +253,14 @@ class ParallelEnv(BatchedEnvBase, metaclass=_ParallelMeta):
     @_without_grad
     def _reset(self, tensordict, **kwargs):
         out = super()._reset(tensordict, **kwargs)
-        if self.__dict__["restart_failed"]:
+        if self.__dict__.get("restart_failed"):
             out.set(RESTART_KEY, restart_flags(self, None))
         return out
 
     @_without_grad
     def step_and_maybe_reset(self, tensordict):
         tensordict, root = super().step_and_maybe_reset(tensordict)
-        if self.__dict__["restart_failed"]:
+        if self.__dict__.get("restart_failed"):
             rows, self.__dict__["_restarted_rows"] = self.__dict__.get("_restarted_rows"), set()
             tensordict.get("next").set(RESTART_KEY, restart_flags(self, rows))
             root.set(RESTART_KEY, restart_flags(self, None))

@@ -393,3 +393,16 @@ def test_garbage_collected_threading_pool_stops_its_threads():
     while _pool_threads() != before and time.monotonic() < deadline:
         time.sleep(0.02)
     assert _pool_threads() == before
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_views_are_synchronous_only(backend):
+    pool = _pool(3, backend)
+    try:
+        pool.reset()
+        view = pool[1:]
+        assert view.rollout(2).batch_size == (2, 2)
+        with pytest.raises(TypeError, match="not to a view"):
+            view.async_reset_send()
+    finally:
+        pool.close()

@@ -288,6 +288,11 @@ class AsyncEnvPool(BatchedEnvBase, metaclass=_AsyncMeta):
     ) -> None:
         what = f"async_{kind}_send"
         d = self.__dict__
+        if d.get("_view_link") is not None:
+            raise TypeError(
+                f"{what}: asynchronous commands go to the pool itself, not to a view over some "
+                "of its sub-envs (pool[...]); pass env_index= to the pool instead."
+            )
         if kind == RESET:
             self._ensure_started()
         elif not d["_started"]:

@@ -25,6 +25,7 @@ class TestProcessorPoolPendulum(AsyncEnvPoolConformanceTests):
         return AsyncEnvPool([PendulumEnv] * num_envs, backend="multiprocessing")
 
 
+@pytest.mark.slow
 class TestThreadingPoolCartPole(AsyncEnvPoolConformanceTests):
     """CartPole ends its episodes within the rollouts: resets inside step_and_maybe_reset."""
 
@@ -37,6 +38,7 @@ class TestThreadingPoolCartPole(AsyncEnvPoolConformanceTests):
         )
 
 
+@pytest.mark.slow
 class TestProcessorPoolCartPole(AsyncEnvPoolConformanceTests):
     num_envs = 3
     rollout_steps = 30

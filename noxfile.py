@@ -36,6 +36,8 @@ DOCS_PAGES = [
     "docs/multiagent.md",
     "docs/vmas.md",
     "docs/mujoco.md",
+    "docs/envpool.md",
+    "docs/atari.md",
     "docs/pettingzoo.md",
     "docs/openspiel.md",
     "docs/meltingpot.md",

@@ -150,6 +150,14 @@ class AsyncEnvPool(BatchedEnvBase, metaclass=_AsyncMeta):
                     f"env_makers[{i}] is an env instance ({name}); AsyncEnvPool builds its own "
                     f"sub-envs: pass a factory, e.g. `lambda: {name}(...)` or `{name}`."
                 )
+        for name, default in (("envs_per_worker", 1), ("restart_failed", False)):
+            if kwargs.get(name, default) != default:
+                raise NotImplementedError(
+                    f"AsyncEnvPool does not support {name}= (one sub-env per worker, a failed "
+                    "sub-env raises WorkerError); use ParallelEnv for it."
+                )
+            kwargs.pop(name, None)
+        kwargs.pop("max_restarts", None)
         if stack not in _STACKS:
             raise ValueError(f"stack must be one of {tuple(_STACKS)}; got {stack!r}.")
         n = len(makers)

@@ -256,7 +256,8 @@ class MeltingpotEnv(MeltingpotWrapper):
         **kwargs: :class:`~torchenv.envs.EnvBase` arguments (``device``, ...).
 
     :meth:`set_seed` rebuilds the substrate with the seed (Melting Pot seeds its world when it
-    is built), so episodes after it are reproducible.
+    is built); that pins what the build draws, not every source of randomness of the
+    substrate (see ``docs/meltingpot.md``).
     """
 
     def __init__(

@@ -7,6 +7,7 @@ plugin does not run them (see ``docs/meltingpot.md``).
 
 from __future__ import annotations
 
+import copy
 import random
 from collections.abc import Sequence
 from typing import Any
@@ -76,6 +77,9 @@ def build_substrate(config: Any, roles: Sequence[str], seed: int | None) -> Any:
     made from ``random.Random(seed)``, leaving the global generator as it was."""
     module = import_meltingpot()
     roles = list(roles)
+    # a copy per build: building may change the config it is given, and a rebuild with the
+    # same seed must start from the same config
+    config = copy.deepcopy(config)
     if seed is None:
         return module.build_from_config(config, roles=roles)
     saved = random.getstate()

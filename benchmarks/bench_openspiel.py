@@ -200,11 +200,9 @@ def torchrl_side(game_string: str) -> dict[str, float]:
     from torchrl.envs.libs.openspiel import OpenSpielEnv
 
     torch.set_num_threads(1)
-    name, _, params = game_string.partition("(")
-    parameters = None
-    if params:
-        parameters = {k: int(v) for k, v in (kv.split("=") for kv in params.rstrip(")").split(","))}
-    env = OpenSpielEnv(name, categorical_actions=True, parameters=parameters)
+    # the game string carries the parameters: TorchRL 0.14.1's parameters= calls
+    # pyspiel.load_game(name, parameters=...), which open_spiel 2.0 rejects (TypeError)
+    env = OpenSpielEnv(game_string, categorical_actions=True)
     env.set_seed(0)
     return {"torchrl": _rate(lambda: env.rollout(STEPS, break_when_any_done=False), STEPS)}
 

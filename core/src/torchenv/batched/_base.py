@@ -33,6 +33,7 @@ from torchenv.batched._spec_check import check_specs, layout_leaves
 from torchenv.batched._view import check_view, close_view
 from torchenv.envs import EnvBase
 from torchenv.envs._common import _check_seed
+from torchenv.envs._finite import check_step
 from torchenv.specs import Composite
 
 __all__ = ["BatchedEnvBase"]
@@ -820,6 +821,8 @@ class BatchedEnvBase(EnvBase):
         stale.update(d["_all_workers"])
         stale.difference_update(written)
         nxt = groups["next"].snapshot(batch_size, d["_worker_batch"])
+        if d["_finite_on"]:  # the sub-envs' outputs, rows named by worker
+            check_step(self, tensordict, nxt)
         root = self._root_after_step(nxt, tensordict, written)
         if d["_needs_cast"]:
             nxt, root = self._cast(nxt), self._cast(root)

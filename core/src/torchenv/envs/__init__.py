@@ -8,6 +8,7 @@ from torchenv.envs._array import ArrayEnv
 from torchenv.envs._checks import check_env_specs
 from torchenv.envs._closed import EnvClosedError
 from torchenv.envs._common import EnvBase
+from torchenv.envs._finite import NonFiniteError
 from torchenv.envs._info import BaseInfoDictReader, default_info_dict_reader
 from torchenv.envs._libraries import get_available_libraries
 from torchenv.envs._marl import (
@@ -32,6 +33,7 @@ __all__ = [
     "ExplorationType",
     "MarlGroupMapType",
     "MarlLayout",
+    "NonFiniteError",
     "PendulumEnv",
     "TicTacToeEnv",
     "check_marl_grouping",

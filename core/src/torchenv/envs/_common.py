@@ -13,6 +13,7 @@ from tensordict.utils import NestedKey
 
 from torchenv.envs._conveniences import EnvConveniences
 from torchenv.envs._direct import cached_direct_plan, direct_step_and_maybe_reset
+from torchenv.envs._finite import check_finite_mode, check_step
 from torchenv.envs._reset import (
     check_done_after_reset,
     merge_root_reset,
@@ -41,7 +42,7 @@ from torchenv.specs import Composite
 
 __all__ = ["EnvBase"]
 
-_POST_INIT_FLAGS = ("spec_locked", "auto_reset", "auto_reset_replace")
+_POST_INIT_FLAGS = ("spec_locked", "auto_reset", "auto_reset_replace", "check_finite")
 _MAX_SEED = 2**32 - 1
 
 
@@ -150,6 +151,10 @@ class EnvBase(_EnvSpecs, TorchRLInternals, EnvConveniences, torch.nn.Module, met
             then skip calls to ``_reset``.
         auto_reset_replace: with ``auto_reset``, replace the (invalid) observations delivered
             with a done flag by NaN (floats), -1 (signed ints) or ``False``.
+        check_finite: what a NaN or infinite action, observation or reward does:
+            ``"warn"`` (default: one ``RuntimeWarning`` per env, naming the key and the batch
+            rows), ``"raise"`` (:class:`~torchenv.envs.NonFiniteError`) or ``"ignore"``. Also
+            a property, and a keyword of ``torchenv.make``; see :mod:`torchenv.envs._finite`.
 
     Examples:
         >>> import torch
@@ -203,6 +208,7 @@ class EnvBase(_EnvSpecs, TorchRLInternals, EnvConveniences, torch.nn.Module, met
         spec_locked: bool = True,
         auto_reset: bool = False,
         auto_reset_replace: bool = True,
+        check_finite: str = "warn",
     ) -> None:
         carried = _specs_set_before_init(self)
         super().__init__()
@@ -218,6 +224,8 @@ class EnvBase(_EnvSpecs, TorchRLInternals, EnvConveniences, torch.nn.Module, met
         d["_auto_reset_saved"] = None
         d["_run_type_checks"] = run_type_checks
         d["_allow_done_after_reset"] = allow_done_after_reset
+        d["_check_finite"] = check_finite_mode(check_finite)
+        d["_finite_on"] = check_finite != "ignore"  # off after the one warning of "warn"
         self.is_closed = False
         for part, value in carried.items():  # specs a TorchRL-style subclass set before us
             setattr(self, part, value)
@@ -232,6 +240,8 @@ class EnvBase(_EnvSpecs, TorchRLInternals, EnvConveniences, torch.nn.Module, met
             d["_auto_reset"] = flags["auto_reset"]
         if "auto_reset_replace" in flags:
             d["_auto_reset_replace"] = flags["auto_reset_replace"]
+        if "check_finite" in flags:  # every subclass takes it, whatever its __init__
+            self.check_finite = flags["check_finite"]
         locked = flags.get("spec_locked", d["_spec_locked_request"])
         was_locked = self.spec_locked
         if was_locked:
@@ -324,6 +334,26 @@ class EnvBase(_EnvSpecs, TorchRLInternals, EnvConveniences, torch.nn.Module, met
     # A closed env of this class starts again on reset (batched envs restart their workers, as
     # TorchRL's); step still refuses. Other envs refuse reset, step and rollout once closed.
     _reset_reopens: bool = False
+
+    @property
+    def check_finite(self) -> str:
+        """``"warn"``, ``"raise"`` or ``"ignore"``: what a NaN or infinite action, observation
+        or reward does (see the class docstring). Setting it re-arms ``"warn"``.
+
+        Examples:
+            >>> from torchenv.envs import PendulumEnv
+            >>> env = PendulumEnv()
+            >>> env.check_finite
+            'warn'
+            >>> env.check_finite = "raise"
+        """
+        return self.__dict__["_check_finite"]
+
+    @check_finite.setter
+    def check_finite(self, value: str) -> None:
+        d = self.__dict__
+        d["_check_finite"] = check_finite_mode(value)
+        d["_finite_on"] = value != "ignore"
 
     @property
     def is_closed(self) -> bool:
@@ -553,6 +583,8 @@ class EnvBase(_EnvSpecs, TorchRLInternals, EnvConveniences, torch.nn.Module, met
             same_batch = True
         if not plan.outputs_ok(next_td):
             plan.complete_output(self, next_td, step=True)
+        if d["_finite_on"]:
+            check_step(self, tensordict, next_td)
         if type_checks:
             self._check_observations(next_td)
         if d["_auto_reset"]:

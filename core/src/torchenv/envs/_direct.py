@@ -39,6 +39,7 @@ import numpy as np
 import torch
 from tensordict import TensorDict, TensorDictBase
 
+from torchenv.envs._finite import check_step
 from torchenv.envs._step import _plain_get
 from torchenv.specs import Composite
 
@@ -470,7 +471,10 @@ def rollout_direct(
     else:
         out.update(action)
     out["next"] = plan.nest(nxt, batch_size, device, time=steps)
-    return plan.nest(out, batch_size, device, time=steps)
+    result = plan.nest(out, batch_size, device, time=steps)
+    if env.__dict__["_finite_on"]:  # one look at the whole rollout (batch and time rows)
+        check_step(env, result, result.get("next"))
+    return result
 
 
 def direct_step_and_maybe_reset(
@@ -524,6 +528,8 @@ def direct_step_and_maybe_reset(
     nxt = dict(zip(keys, map(from_numpy, arrays.values())))
     done = env._step_into(action, arrays)
     tensordict._set_str("next", plan.nest(nxt, batch, device), validated=True, inplace=False)
+    if env.__dict__["_finite_on"]:
+        check_step(env, tensordict, tensordict.get("next"))
     # then the outputs it carries over
     for key in mdp.next_keys:
         value = nxt.get(key)

@@ -12,6 +12,7 @@ import threading
 import warnings
 from typing import TYPE_CHECKING, Any
 
+from torchenv.envs._finite import check_finite_mode
 from torchenv.registry import _manager
 from torchenv.registry._errors import (
     AmbiguousNameError,
@@ -248,7 +249,9 @@ def make(name: str, /, **kwargs: Any) -> EnvBase:
     """Make an env by name: ``"backend:env-id"``, or a bare id that one backend provides.
 
     Keyword arguments go to the backend's constructor (``device``, ``batch_size``, ``num_envs``,
-    ...). After creation every plugin's ``torchenv_env_created`` hook is called.
+    ...), except ``check_finite`` (``"warn"``, ``"raise"`` or ``"ignore"``), which every backend
+    takes: it is set on the env made (:attr:`EnvBase.check_finite`). After creation every
+    plugin's ``torchenv_env_created`` hook is called.
 
     Raises:
         InvalidEnvNameError: ``name`` is not of the form ``"backend:env-id"`` (or holds
@@ -267,6 +270,9 @@ def make(name: str, /, **kwargs: Any) -> EnvBase:
     'PendulumEnv'
     """
     backend_name, env_id = split_name(name)
+    check_finite = kwargs.pop("check_finite", None)
+    if check_finite is not None:
+        check_finite_mode(check_finite)
     check_make_kwargs(name, kwargs)
     if backend_name is None:
         backend, record = _find_bare(env_id)
@@ -282,6 +288,8 @@ def make(name: str, /, **kwargs: Any) -> EnvBase:
         except Exception:
             known = []
         raise UnknownEnvError(backend.name, env_id, known)
+    if check_finite is not None:
+        env.check_finite = check_finite
     _env_created(env, backend.name, env_id)
     return env
 

@@ -131,3 +131,36 @@ def test_record_names_the_mujoco_gl_fix_when_opengl_fails(tmp_path):
         pytest.skip("OSMesa renders on this machine")
     assert result.returncode == 2
     assert "MUJOCO_GL=egl torchenv record mujoco:InvertedPendulum" in result.stderr, result.stderr
+
+
+def test_errors_show_command_line_syntax_not_python():
+    result = _run(_script(), "info", "builtin")
+    assert result.returncode == 2
+    assert "torchenv info builtin:<env-id>" in result.stderr, result.stderr
+    assert "make(" not in result.stderr
+
+
+def test_a_natively_batched_env_gets_num_envs_1_and_kwargs_pass_through():
+    pytest.importorskip("torchenv_vmas")
+    result = _run(_script(), "rollout", "vmas:balance", "--steps", "2", "--no-progress")
+    assert result.returncode == 0, result.stderr
+    assert "num_envs=1 (choose with --kwargs num_envs=N)" in result.stdout
+    result = _run(
+        _script(),
+        "rollout",
+        "vmas:balance",
+        "--steps",
+        "2",
+        "--kwargs",
+        "num_envs=3",
+        "--no-progress",
+    )
+    assert result.returncode == 0, result.stderr
+    assert re.search(r"next\.agents\.reward\s+\[3, 2, 3, 1\]", result.stdout), result.stdout
+
+
+def test_a_bare_pettingzoo_task_name_is_found():
+    pytest.importorskip("torchenv_pettingzoo")
+    result = _run(_script(), "info", "tictactoe_v3")
+    assert result.returncode == 0, result.stderr
+    assert "PettingZooEnv" in result.stdout

@@ -27,3 +27,10 @@ def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator:
     fake = _load_fakedist().FakeSite(tmp_path / "site", monkeypatch)
     yield fake
     fake.cleanup()
+
+
+@pytest.fixture(autouse=True)
+def _wide_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI's tables fit the terminal: give every test the same width (100 columns), whatever
+    runs it (a narrow terminal, or a pytest-xdist worker that inherits COLUMNS)."""
+    monkeypatch.setenv("COLUMNS", "100")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import re
 import textwrap
 from typing import Any
 
@@ -101,12 +102,46 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def _make(args: argparse.Namespace) -> Any:
+def make_for_cli(name: str, kwargs: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """``make(name, **kwargs)`` and the keywords used: a natively batched env that needs
+    ``num_envs`` (VMAS) gets ``num_envs=1`` when none was given (``--kwargs num_envs=N``)."""
     from torchenv.registry import make
 
+    try:
+        return make(name, **kwargs), kwargs
+    except TypeError as err:
+        if "num_envs is required" not in str(err) or "num_envs" in kwargs:
+            raise
+        _say(f"{name}: num_envs=1 (choose with --kwargs num_envs=N)")
+        kwargs = {**kwargs, "num_envs": 1}
+        return make(name, **kwargs), kwargs
+
+
+_MAKE_CALL = re.compile(r"(?:torchenv\.)?make\(\s*'([^']*)'\s*(?:,\s*([^()]*))?\)")
+
+
+def cli_syntax(text: str, command: str = "rollout") -> str:
+    """An error message with ``make('NAME', k=v)`` spelt as the command line that does it.
+
+    >>> cli_syntax("e.g. torchenv.make('vmas:balance', num_envs=32)")
+    'e.g. torchenv rollout vmas:balance --kwargs num_envs=32'
+    >>> cli_syntax("Name the backend: make('backend:env-id'); see: torchenv list", "info")
+    'Name the backend: torchenv info backend:env-id; see: torchenv list'
+    """
+
+    def spell(match: re.Match) -> str:
+        name, rest = match.group(1), (match.group(2) or "").strip()
+        pairs = [p.strip().replace(" ", "") for p in rest.split(",") if p.strip()]
+        kwargs = f" --kwargs {' '.join(pairs)}" if pairs else ""
+        return f"torchenv {command} {name}{kwargs}"
+
+    return _MAKE_CALL.sub(spell, text)
+
+
+def _make(args: argparse.Namespace) -> Any:
     kwargs = dict(args.kwargs or ())
     with progress(f"making {args.name}"):
-        return make(args.name, **kwargs)
+        return make_for_cli(args.name, kwargs)[0]
 
 
 def cmd_info(args: argparse.Namespace) -> int:

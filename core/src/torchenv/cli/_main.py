@@ -129,5 +129,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as err:
         if getattr(args, "debug", False):
             traceback.print_exc()
-        print(f"torchenv: error: {_one_line(err)}", file=sys.stderr)
+        message = _commands.cli_syntax(_one_line(err), getattr(args, "command", "rollout"))
+        print(f"torchenv: error: {message}", file=sys.stderr)
         return EXIT_ERROR

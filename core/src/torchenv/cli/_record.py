@@ -26,10 +26,11 @@ def _has_pixels(env: Any) -> bool:
 
 
 def _env_with_pixels(name: str, kwargs: dict) -> Any:
+    from torchenv.cli._commands import make_for_cli
     from torchenv.registry import make
 
     with progress(f"making {name}"):
-        env = make(name, **kwargs)
+        env, kwargs = make_for_cli(name, kwargs)
         if _has_pixels(env):
             return env
         if "from_pixels" not in kwargs:

@@ -207,14 +207,23 @@ def backends() -> list[BackendInfo]:
     return sorted(infos, key=lambda info: (info.name, info.plugin))
 
 
-def _find_bare(env_id: str) -> tuple[Backend, _manager.PluginRecord]:
-    """The one available backend that lists ``env_id`` (bare names: ``make("Pendulum")``).
+def _find_bare(env_id: str) -> tuple[tuple[Backend, _manager.PluginRecord], str]:
+    """The one available backend that lists ``env_id`` (bare names: ``make("Pendulum")``), and
+    the id it lists (``"tictactoe_v3"`` finds ``"classic/tictactoe_v3"``).
 
     The core's own backends are asked first, and answer alone when they have the id (they own
     their names); the plugins' lists are then read each in a thread of its own, skipped with a
     warning when one does not answer within ``TORCHENV_LIST_TIMEOUT`` seconds (default 10).
     """
+    if _manager._owners(env_id):  # make("gymnasium"): a backend without its env id
+        raise UnknownEnvError(
+            None,
+            env_id,
+            note=f"{env_id!r} is a backend: add the env id, make('{env_id}:<env-id>'); "
+            f"see: torchenv list {env_id}",
+        )
     hits: list[tuple[Backend, _manager.PluginRecord]] = []
+    tails: list[tuple[Backend, _manager.PluginRecord, str]] = []
     known: list[str] = []
     infos = [info for info in backends() if info.ok]
     infos.sort(key=lambda info: not _manager.is_core((_single_owner(info.name) or _NO_OWNER)[1]))
@@ -228,10 +237,16 @@ def _find_bare(env_id: str) -> tuple[Backend, _manager.PluginRecord]:
         except Exception:  # a backend that cannot list is skipped, never fatal
             continue
         if core and env_id in ids:
-            return owner
+            return owner, env_id
         known += [f"{info.name}:{i}" for i in ids]
         if env_id in ids:
             hits.append(owner)
+        elif "/" not in env_id:  # "tictactoe_v3" for "classic/tictactoe_v3", as TorchRL takes it
+            tails += [(*owner, i) for i in ids if i.rsplit("/", 1)[-1] == env_id]
+    if not hits and len(tails) == 1:
+        return tails[0][:2], tails[0][2]
+    if not hits and len(tails) > 1:
+        raise AmbiguousNameError(env_id, [f"{b.name}:{i}" for b, _, i in tails], "env id")
     if len(hits) > 1:
         raise AmbiguousNameError(env_id, [f"{b.name}:{env_id}" for b, _ in hits], "env id")
     if not hits:
@@ -242,7 +257,7 @@ def _find_bare(env_id: str) -> tuple[Backend, _manager.PluginRecord]:
             note="Name the backend: make('backend:env-id'); see: torchenv list",
             suggestions=[k for k in known if k.split(":", 1)[1] in close][:3],
         )
-    return hits[0]
+    return hits[0], env_id
 
 
 def make(name: str, /, **kwargs: Any) -> EnvBase:
@@ -275,13 +290,19 @@ def make(name: str, /, **kwargs: Any) -> EnvBase:
         check_finite_mode(check_finite)
     check_make_kwargs(name, kwargs)
     if backend_name is None:
-        backend, record = _find_bare(env_id)
+        (backend, record), env_id = _find_bare(env_id)
     else:
         backend, record = _resolve(backend_name)
     _require(backend, record)
-    env = _call_owner(
-        "torchenv_make_env", record, backend=backend.name, env_id=env_id, kwargs=dict(kwargs)
-    )
+    try:
+        env = _call_owner(
+            "torchenv_make_env", record, backend=backend.name, env_id=env_id, kwargs=dict(kwargs)
+        )
+    except TypeError as err:
+        hint = misspelled_kwarg_hint(err, kwargs)
+        if hint is None:
+            raise
+        raise TypeError(f"{err}. {hint}") from err
     if env is None:
         try:
             known = _list(backend, record)
@@ -292,6 +313,45 @@ def make(name: str, /, **kwargs: Any) -> EnvBase:
         env.check_finite = check_finite
     _env_created(env, backend.name, env_id)
     return env
+
+
+# Keywords that make() takes for most backends: a near miss of one is named in the error.
+_COMMON_KWARGS = (
+    "num_envs",
+    "batch_size",
+    "device",
+    "seed",
+    "frame_skip",
+    "max_episode_steps",
+    "from_pixels",
+    "pixels_only",
+    "render_mode",
+    "categorical_action_encoding",
+    "continuous_actions",
+    "n_agents",
+)
+
+
+def misspelled_kwarg_hint(err: TypeError, kwargs: dict[str, Any]) -> str | None:
+    """``"Did you mean 'num_envs'?"`` for ``got an unexpected keyword argument 'num_env'``.
+
+    >>> misspelled_kwarg_hint(TypeError("f() got an unexpected keyword argument 'num_env'"),
+    ...                       {"num_env": 4})
+    "Did you mean 'num_envs'?"
+    """
+    text = str(err)
+    marker = "unexpected keyword argument '"
+    if marker in text:
+        words = [text.split(marker, 1)[1].split("'", 1)[0]]
+    else:  # e.g. "num_envs is required" while num_env was given (taken by a **kwargs)
+        words = [k for k in kwargs if k not in _COMMON_KWARGS]
+    for word in words:
+        if word not in kwargs:
+            continue
+        matches = close_matches(word, _COMMON_KWARGS, n=1)
+        if matches and (marker in text or matches[0] in text):
+            return f"Did you mean {matches[0]!r}?"
+    return None
 
 
 def _env_created(env: Any, backend: str, env_id: str) -> None:

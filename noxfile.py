@@ -124,6 +124,36 @@ def bench(session: nox.Session) -> None:
         session.run("python", script, env=env)
 
 
+@nox.session(name="torchrl_suite")
+def torchrl_suite(session: nox.Session) -> None:
+    """TorchRL 0.14.1's own test files against torchenv (scripts/torchrl_suite.py); not in CI.
+
+    Needs a pytorch/rl git checkout: ``TORCHRL_CHECKOUT=PATH nox -s torchrl_suite [-- FILE ...]``.
+    The venv has torchrl (with the tensordict it pins), the simulators of requirements/test.txt's
+    pins, and torchenv's core and plugins installed editable without their dependencies.
+    """
+    if not os.environ.get("TORCHRL_CHECKOUT"):
+        session.error("set TORCHRL_CHECKOUT to a pytorch/rl git repository (bare or not)")
+    session.install(
+        "-c",
+        str(ROOT / "constraints-torchrl.txt"),
+        "torchrl==0.14.1",
+        "pytest>=8",
+        "pytest-timeout>=2.3",
+        "scipy",
+        "gymnasium",
+        "mujoco==3.17.0",
+        "dm_control==1.0.50",
+        "vmas==1.5.2",
+        "pettingzoo==1.27.0",
+        "mpe2==1.1.1",
+        "pygame-ce>=2.3",
+        "pluggy>=1.5",
+    )
+    session.install("--no-deps", "-e", "./core", *(a for p in _plugins() for a in ("-e", p)))
+    session.run("python", "scripts/torchrl_suite.py", "--python", "python", *session.posargs)
+
+
 @nox.session
 def build(session: nox.Session) -> None:
     """Wheels and sdists of the core and every plugin in dist/, checked with twine."""

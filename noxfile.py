@@ -40,6 +40,7 @@ DOCS_PAGES = [
     "docs/atari.md",
     "docs/pettingzoo.md",
     "docs/openspiel.md",
+    "docs/jax.md",
     "docs/meltingpot.md",
     "docs/distributed.md",
 ]

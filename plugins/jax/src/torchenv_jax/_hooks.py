@@ -10,7 +10,7 @@ from typing import Any
 from torchenv.registry import Backend, hookimpl
 
 _DIST = "torchenv-jax"
-BRAX_SUPPORTED = ">=0.12,<0.15"
+BRAX_SUPPORTED = ">=0.13,<0.15"
 JUMANJI_SUPPORTED = ">=1.0,<1.2"
 BRAX_INSTALL = 'pip install "torchenv[brax]"'
 JUMANJI_INSTALL = 'pip install "torchenv[jumanji]"'

@@ -91,9 +91,7 @@ def _compile(
 
     seconds = {}
     compiled = []
-    carry_shape = jax.eval_shape(
-        lambda k: (jax.vmap(init)(k), jnp.zeros((n,), jnp.int32)), key
-    )
+    carry_shape = jax.eval_shape(lambda k: (jax.vmap(init)(k), jnp.zeros((n,), jnp.int32)), key)
     mask = jax.ShapeDtypeStruct((n,), jnp.bool_)
     for name, fn, args in (
         ("reset", reset_masked, (key, carry_shape, mask)),

@@ -7,7 +7,8 @@ Substrate: ``coins`` (2 players, 88x88 RGB each). Sides:
   action from the stacked views, a reset when an episode ends;
 - ``ours-policy`` / ``ours-policy-step``: the same network as a ``TensorDictModule`` reading
   ``("agents", "observation", "RGB")`` and writing ``("agents", "action")``, in
-  ``rollout(policy=...)`` and in a ``step_and_maybe_reset`` loop; both sides under
+  ``rollout(policy=..., auto_reset=False)`` going on from the last call's state (a Melting Pot
+  reset rebuilds the world: seconds) and in a ``step_and_maybe_reset`` loop; both sides under
   ``torch.no_grad()``.
 
 TorchRL's ``MeltingpotEnv`` is not measured: TorchRL 0.14.1 pins tensordict 0.14, and a second
@@ -93,10 +94,16 @@ def ours_policy(env) -> float:
     import torch
 
     policy = _ours_policy(env)
+    state = {"td": env.reset()}
 
     def run():
+        # each call goes on from the last state (auto_reset=False): a Melting Pot reset
+        # rebuilds the whole dmlab2d world, which the raw loop only does when an episode ends
         with torch.no_grad():
-            env.rollout(STEPS, policy, break_when_any_done=False)
+            td = env.rollout(
+                STEPS, policy, break_when_any_done=False, auto_reset=False, tensordict=state["td"]
+            )
+        state["td"] = td[-1].get("next").clone()
 
     return _rate(run, STEPS)
 

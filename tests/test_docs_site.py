@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -43,3 +44,50 @@ def test_site_builds_in_strict_mode(tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
     assert "WARNING" not in result.stderr, result.stderr
     assert (tmp_path / "site" / "api" / "specs" / "index.html").exists()
+
+
+def _unfenced_doctest_lines(text: str) -> list[int]:
+    """Line numbers of ``>>>`` lines outside fenced code blocks (mkdocs renders them as prose)."""
+    lines, fence = [], None
+    for number, line in enumerate(text.splitlines(), 1):
+        stripped = line.lstrip()
+        if stripped.startswith(("```", "~~~")):
+            marker = stripped[:3]
+            if fence is None:
+                fence = marker
+            elif marker == fence:
+                fence = None
+            continue
+        if fence is None and stripped.startswith(">>>"):
+            lines.append(number)
+    return lines
+
+
+def test_unfenced_doctest_lines_are_found():
+    text = "prose\n>>> 1 + 1\n2\n```python\n>>> 2\n2\n\n```\n"
+    assert _unfenced_doctest_lines(text) == [2]
+
+
+@pytest.mark.parametrize("page", sorted(p.name for p in (ROOT / "docs").glob("*.md")))
+def test_every_doctest_example_is_in_a_code_block(page):
+    """The strict build does not see a ``>>>`` block outside a fence: it renders as a paragraph."""
+    assert _unfenced_doctest_lines((ROOT / "docs" / page).read_text()) == [], page
+
+
+_LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
+
+
+@pytest.mark.parametrize(
+    "page",
+    ["README.md", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").rglob("*.md"))],
+)
+def test_relative_links_point_to_files_in_the_repository(page):
+    path = ROOT / page
+    missing = [
+        target
+        for target in _LINK.findall(path.read_text())
+        if "://" not in target
+        and not target.startswith("mailto:")
+        and not (path.parent / target).exists()
+    ]
+    assert missing == [], f"{page} links to files that are not in the repository: {missing}"

@@ -87,16 +87,32 @@ def test_vecnorm_statistics_are_shared_through_env_creator(batched):
     """VecNorm creates its statistics when the specs are first built: the envs made by an
     EnvCreator must still point them at the shared storage, so every worker updates one set."""
     creator = EnvCreator(_vecnorm_pendulum)
-    count_key = next(k for k in creator.state_dict() if k.endswith("_count"))
+    stats = creator.state_dict()["_extra_state"]  # TorchRL's layout
     cls = SerialEnv if batched == "serial" else ParallelEnv
     env = cls(2, creator)
     try:
         env.rollout(5, break_when_any_done=False)
         # 2 sub-envs x (reset + 5 steps) observations, all counted in the one shared buffer
-        count = float(creator.state_dict()[count_key])
+        count = float(stats["observation_count"])
         if batched == "serial":
             assert count == 12.0
         else:  # workers update concurrently, without a lock (as in TorchRL): one may be lost
             assert 6.0 < count <= 12.0
     finally:
         env.close()
+
+
+def test_state_dict_has_torchrl_layout_and_loads_back():
+    """TorchRL's envs tutorial reads ``creator.state_dict()["_extra_state"]`` (issue 37)."""
+    creator = EnvCreator(_vecnorm_pendulum)
+    state = creator.state_dict()
+    assert list(state) == ["_extra_state"]
+    extra = state["_extra_state"]
+    assert sorted(extra) == ["observation_count", "observation_ssq", "observation_sum"]
+    creator.load_state_dict({"_extra_state": {"observation_count": torch.tensor(7.0)}})
+    assert float(creator.state_dict()["_extra_state"]["observation_count"]) == 7.0
+    env = creator()  # made envs share the loaded statistics
+    counts = [b for n, b in env.named_buffers() if n.endswith("_vn_observation_count")]
+    assert [float(c) for c in counts] == [7.0]
+    with pytest.raises(KeyError, match="unknown entry 'nope'"):
+        creator.load_state_dict({"nope": torch.zeros(1)})

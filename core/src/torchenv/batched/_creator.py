@@ -19,6 +19,9 @@ import torch
 
 __all__ = ["EnvCreator"]
 
+# buffers of normalising transforms (VecNorm's "_vn_<key>_sum"...): TorchRL's "_extra_state"
+_EXTRA_PREFIX = "_vn_"
+
 
 class _PicklableFn:
     """Pickles a callable with ``pickle`` when it can, else with ``cloudpickle``."""
@@ -152,14 +155,57 @@ class EnvCreator:
         out.create_env_kwargs = {**self.create_env_kwargs, **kwargs}
         return out
 
-    def state_dict(self) -> dict[str, torch.Tensor]:
-        """The shared state (parameters and buffers by name)."""
-        return dict(self._state)
+    def state_dict(self) -> dict[str, Any]:
+        """The shared state, in TorchRL's layout: the running statistics of normalising
+        transforms (``VecNorm``) under ``"_extra_state"`` by TorchRL's names
+        (``{"_extra_state": {"observation_sum": ..., "observation_ssq": ...,
+        "observation_count": ...}}``), other parameters and buffers by name. The tensors are the
+        shared ones (not copies).
 
-    def load_state_dict(self, state_dict: dict[str, torch.Tensor]) -> None:
-        """Copy values into the shared state, in place (every created env sees them)."""
-        for key, value in state_dict.items():
-            self._state[key].copy_(value)
+        Examples:
+            >>> from torchenv.envs import PendulumEnv
+            >>> from torchenv.transforms import TransformedEnv, VecNorm
+            >>> make = EnvCreator(lambda: TransformedEnv(PendulumEnv(), VecNorm(["observation"], new_api=False)))
+            >>> sorted(make.state_dict()["_extra_state"])
+            ['observation_count', 'observation_ssq', 'observation_sum']
+        """
+        out: dict[str, Any] = {}
+        extra: dict[str, torch.Tensor] = {}
+        for public, name in self._public_names().items():
+            if public is None:
+                continue
+            if name.rsplit(".", 1)[-1].startswith(_EXTRA_PREFIX):
+                extra[public] = self._state[name]
+            else:
+                out[public] = self._state[name]
+        if extra:
+            out["_extra_state"] = extra
+        return out
+
+    def _public_names(self) -> dict[str, str]:
+        """``{name in state_dict(): internal name}`` (a statistic whose short name two
+        transforms share keeps its internal name)."""
+        names: dict[str, str] = {}
+        for name in self._state:
+            leaf = name.rsplit(".", 1)[-1]
+            short = leaf[len(_EXTRA_PREFIX) :] if leaf.startswith(_EXTRA_PREFIX) else name
+            names[name if short in names else short] = name
+        return names
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Copy values into the shared state, in place (every created env sees them); takes
+        what :meth:`state_dict` returns, or internal names."""
+        names = self._public_names()
+        flat = dict(state_dict)
+        flat.update(flat.pop("_extra_state", None) or {})
+        for key, value in flat.items():
+            name = names.get(key, key)
+            if name not in self._state:
+                raise KeyError(
+                    f"EnvCreator.load_state_dict: unknown entry {key!r}; expected one of "
+                    f"{sorted(names)} (under '_extra_state' for normalisation statistics)"
+                )
+            self._state[name].copy_(value)
 
     def __call__(self, **kwargs: Any) -> Any:
         if not self.initialized:

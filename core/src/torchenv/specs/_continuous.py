@@ -451,6 +451,12 @@ class Bounded(TensorSpec):
             return float("inf")
         return int(torch.prod(self.high.to(torch.float64) - self.low.to(torch.float64) + 1).item())
 
+    def _register_batch_size(self, batch_size: torch.Size | tuple) -> None:
+        """Called by TorchRL's ``Composite.set`` on every ``Bounded`` it holds (TorchRL's boxes
+        then keep their bounds without the batch dims); ours keep full-shape bounds, so there
+        is nothing to record. Present so that TorchRL's ``Composite``, ``ProbabilisticActor``,
+        ``EGreedyModule`` and ``SafeModule`` accept our ``Bounded``."""
+
     def enumerate(self, use_mask: bool = False) -> torch.Tensor:
         if is_float_dtype(self.dtype) or self._lo_s is None:
             raise NotImplementedError("enumerate needs a discrete Bounded spec with scalar bounds.")

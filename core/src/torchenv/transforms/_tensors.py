@@ -306,9 +306,9 @@ class ClipTransform(Transform):
     def _leaf_spec(self, spec: TensorSpec) -> TensorSpec:
         low = self.low
         high = self.high
-        if isinstance(spec, Bounded):
-            low = spec.space.low if low is None else spec.space.low.clamp(low, high)
-            high = spec.space.high if high is None else spec.space.high.clamp(low, high)
+        if isinstance(spec, Bounded):  # the spec's bounds, clipped to [self.low, self.high]
+            low = spec.space.low if low is None else spec.space.low.clamp(self.low, self.high)
+            high = spec.space.high if high is None else spec.space.high.clamp(self.low, self.high)
             return Bounded(low, high, shape=spec.shape, dtype=spec.dtype, device=spec.device)
         finfo = torch.finfo(spec.dtype) if spec.dtype.is_floating_point else torch.iinfo(spec.dtype)
         low = finfo.min if low is None else low

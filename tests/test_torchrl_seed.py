@@ -9,6 +9,8 @@ torch's global generator, ours from the env's seeded one (see docs/migrating-fro
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 import torch
 
@@ -117,14 +119,14 @@ def test_gym_vector_env():
         ours.close()
 
 
-def _theirs_cartpole():
-    return TorchRLGymEnv("CartPole-v1")
+# partials of the libraries' classes: spawned workers unpickle them without this module
+_theirs_cartpole = functools.partial(TorchRLGymEnv, "CartPole-v1")
 
 
 def _ours_cartpole():
     from torchenv_gym import GymEnv
 
-    return GymEnv("CartPole-v1")
+    return functools.partial(GymEnv, "CartPole-v1")
 
 
 @pytest.mark.parametrize(
@@ -133,7 +135,7 @@ def _ours_cartpole():
     ids=["serial", "parallel"],
 )
 def test_gym_batched_envs_and_worker_seeds(their_cls, our_cls):
-    theirs, ours = their_cls(3, _theirs_cartpole), our_cls(3, _ours_cartpole)
+    theirs, ours = their_cls(3, _theirs_cartpole), our_cls(3, _ours_cartpole())
     try:
         _compare(theirs, ours, 5, steps=80, keys=GYM_KEYS)
     finally:

@@ -84,7 +84,9 @@ def test_seeded_workers_start_as_raw_dm_control_with_their_seeds():
     for i in range(2):
         single = DMControlEnv("walker", "walk")
         next_seed = single.set_seed(seed)
-        raw = suite.load("walker", "walk", task_kwargs={"random": seed}).reset().observation
+        raw_env = suite.load("walker", "walk", task_kwargs={"random": seed})
+        raw_env.reset()  # set_seed's own reset (TorchRL's convention)
+        raw = raw_env.reset().observation
         for key, value in raw.items():
             np.testing.assert_array_equal(td[i][key].numpy(), np.reshape(value, (-1,)))
         seed = next_seed

@@ -46,6 +46,7 @@ class TestPixelsConformance(EnvConformanceTests):
 
 def _raw_trajectory(domain, task, seed, actions, **task_kwargs):
     env = suite.load(domain, task, task_kwargs={"random": seed, **task_kwargs})
+    env.reset()  # set_seed's own reset (TorchRL's convention)
     first = env.reset()
     steps = [env.step(a.numpy()) for a in actions]
     return first, steps

@@ -1,8 +1,7 @@
 """Ours vs TorchRL 0.14.1's ``DMControlEnv`` on the same tasks: specs, trajectories, pixels.
 
 Runs where torchrl is installed (the ``torchrl`` tox cell: ``tox -e torchrl``); skipped elsewhere.
-One deliberate difference: TorchRL's ``set_seed`` resets the env once itself, ours applies the
-seed at the next ``reset``, so TorchRL's first reset after a seed is our second.
+Seeding follows TorchRL's convention (``set_seed`` resets the env once itself).
 """
 
 from __future__ import annotations
@@ -63,7 +62,6 @@ def test_same_seed_same_trajectory_as_torchrl(domain, task):
     theirs.set_seed(11)
     ours.set_seed(11)
     t = theirs.reset()
-    ours.reset()  # TorchRL's set_seed already reset once
     o = ours.reset()
     keys = list(ours.observation_spec.keys())
     for key in keys:

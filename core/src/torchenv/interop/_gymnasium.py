@@ -20,6 +20,7 @@ import numpy as np
 from tensordict import TensorDictBase
 
 from torchenv.envs import EnvBase
+from torchenv.interop._seeding import seeded_reset
 from torchenv.interop._spaces_out import action_encoder, spec_to_space
 from torchenv.specs import Composite
 
@@ -193,9 +194,7 @@ def _env_class(gymnasium: Any) -> type:
 
         def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple:
             super().reset(seed=seed)
-            if seed is not None:
-                self.env.set_seed(seed)
-            self._td = self.env.reset()
+            self._td = seeded_reset(self.env, seed)
             return self._layout.observation(self._td), self._layout.info(self._td)
 
         def step(self, action: Any) -> tuple:
@@ -251,8 +250,8 @@ def _vector_class(gymnasium: Any) -> type:
 
         def reset(self, *, seed: Any = None, options: dict | None = None) -> tuple:
             if seed is not None:
-                self.env.set_seed(int(seed if np.isscalar(seed) else seed[0]))
-            self._td = self.env.reset()
+                seed = int(seed if np.isscalar(seed) else seed[0])
+            self._td = seeded_reset(self.env, seed)
             return self._layout.observation(self._td), {}
 
         def step(self, actions: Any) -> tuple:

@@ -19,6 +19,7 @@ import numpy as np
 
 from torchenv.envs import EnvBase
 from torchenv.interop._gymnasium import _Layout, _row, _spaces
+from torchenv.interop._seeding import seeded_reset
 
 __all__ = ["to_sb3"]
 
@@ -64,10 +65,8 @@ def _sb3_class() -> type:
 
         def reset(self) -> Any:
             seed = self._seeds[0] if any(s is not None for s in self._seeds) else None
-            if seed is not None:
-                self.env.set_seed(int(seed))
             self._reset_seeds()
-            self._td = self.env.reset()
+            self._td = seeded_reset(self.env, seed)
             return self._layout.observation(self._td)
 
         def step_async(self, actions: np.ndarray) -> None:

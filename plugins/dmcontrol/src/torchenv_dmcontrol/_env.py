@@ -180,6 +180,17 @@ class DMControlWrapper(ArrayEnv):
                 value = value[part]
             np.copyto(out[key], value, casting="unsafe")
 
+    def _set_seed(self, seed: int | None) -> None:
+        """As TorchRL 0.14.1's ``DMControlEnv``: the task gets ``np.random.RandomState(seed)``
+        and the env is reset once right away (its output dropped); ``None`` does nothing. So
+        ``set_seed(s)`` then ``reset()`` gives the second episode of
+        ``suite.load(..., task_kwargs={"random": s})``, as in TorchRL."""
+        self.__dict__["_next_seed"] = None
+        if seed is None:
+            return
+        self._task._random = np.random.RandomState(seed)
+        self.reset()
+
     def _array_reset(self, out: dict, mask: Any, seed: int | None) -> None:
         if seed is not None:
             self._task._random = np.random.RandomState(seed)

@@ -220,10 +220,14 @@ def main() -> None:
     rounds = 1 if args.quick else args.repeats
     results: dict[str, list[float]] = {name: [] for name in cases}
     trl: dict | str = "not run"
+    failures: dict[str, str] = {}
     for r in range(rounds):  # sides alternate: the order flips every round
         names = list(cases) if r % 2 == 0 else list(reversed(cases))
         for name in names:
-            results[name].append(cases[name](args.seconds))
+            try:
+                results[name].append(cases[name](args.seconds))
+            except Exception as err:  # reported, the other sides still run
+                failures[name] = f"failed: {err!r}"
         trl = torchrl_side(sizes, args.seconds)
         if isinstance(trl, dict):
             for name, rate in trl.items():
@@ -255,8 +259,11 @@ def main() -> None:
                     f"    each over its own raw envpool: ours {ours / med[f'raw {task} {n}']:.3f}, "
                     f"TorchRL {trl_rate / trl_raw[0]:.3f}"
                 )
-    ratio = med[f"ours Pong-v5 {a}"] / med[f"ParallelEnv ALE/Pong-v5 {a}"]
-    print(f"  ours envpool Pong / ParallelEnv over gymnasium ALE/Pong, {a} envs: {ratio:.2f}x")
+    for name, why in failures.items():
+        print(f"  {name}: {why}")
+    if f"ParallelEnv ALE/Pong-v5 {a}" in med:
+        ratio = med[f"ours Pong-v5 {a}"] / med[f"ParallelEnv ALE/Pong-v5 {a}"]
+        print(f"  ours envpool Pong / ParallelEnv over gymnasium ALE/Pong, {a} envs: {ratio:.2f}x")
 
 
 if __name__ == "__main__":

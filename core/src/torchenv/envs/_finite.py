@@ -23,6 +23,7 @@ import warnings
 from typing import Any
 
 import torch
+from tensordict import TensorDict
 
 __all__ = ["NonFiniteError", "check_finite_mode", "check_step", "check_values"]
 
@@ -121,12 +122,47 @@ def _report(
 
 def check_values(env: Any, actions: Any, outputs: Any, batch_dims: int) -> None:
     """Look at the float ``actions`` and ``outputs`` (TensorDicts or ``{key: tensor}`` dicts,
-    ``None`` to skip) of one step of ``env``; report the first non-finite one."""
-    action_keys, output_keys = env._cached("finite_keys", lambda: _float_keys(env))
-    for what, data, keys in (("action", actions, action_keys), ("output", outputs, output_keys)):
+    ``None`` to skip) of one step of ``env``; report the first non-finite one.
+
+    The common case (all finite) is one reduction per tensor and a dict lookup per key; the
+    details (which key, which rows) are computed only when a reduction is not finite."""
+    cache = env.__dict__["_cache"]
+    keys = cache.get("finite_keys")
+    if keys is None:
+        keys = cache["finite_keys"] = _float_keys(env)
+    action_keys, output_keys = keys
+    if (actions is None or _all_finite(actions, action_keys)) and (
+        outputs is None or _all_finite(outputs, output_keys)
+    ):
+        return
+    _find_and_report(env, actions, outputs, batch_dims, keys)
+
+
+def _all_finite(data: Any, keys: list) -> bool:
+    """Whether every tensor of ``data`` at ``keys`` sums to a finite number (the fast look)."""
+    src = data._tensordict if type(data) is TensorDict else data if type(data) is dict else None
+    isfinite = math.isfinite
+    for key in keys:
+        if src is not None and type(key) is str:
+            value = src.get(key)
+        else:
+            try:
+                value = data.get(key, None)
+            except RuntimeError:  # a lazy stack of different shapes: the detailed look
+                return False
+        if value is None or not isinstance(value, torch.Tensor):
+            continue
+        if not isfinite((value if value.numel() == 1 else value.sum()).item()):
+            return False
+    return True
+
+
+def _find_and_report(env: Any, actions: Any, outputs: Any, batch_dims: int, keys: tuple) -> None:
+    action_keys, output_keys = keys
+    for what, data, names in (("action", actions, action_keys), ("output", outputs, output_keys)):
         if data is None:
             continue
-        for key in keys:
+        for key in names:
             for prefix, value, dims in _parts(data, key, batch_dims):
                 if value is not None and not _finite(value):
                     kind = what if what == "action" else _output_kind(env, key)

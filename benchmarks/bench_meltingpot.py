@@ -103,7 +103,7 @@ def ours_policy(env) -> float:
             td = env.rollout(
                 STEPS, policy, break_when_any_done=False, auto_reset=False, tensordict=state["td"]
             )
-        state["td"] = td[-1].get("next").clone()
+        state["td"] = td[-1].get("next").exclude(*env.reward_keys)
 
     return _rate(run, STEPS)
 

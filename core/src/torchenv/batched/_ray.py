@@ -36,7 +36,9 @@ from torchenv.batched._shared import build_td
 
 __all__ = ["RayParallelEnv"]
 
-_TIMEOUT = float(os.environ.get("TORCHENV_BATCHED_TIMEOUT", "60"))  # seconds, as ParallelEnv's
+# seconds; longer than ParallelEnv's 60: the first command also waits for the actor to start
+# (a Ray worker process importing torch and building the env: minutes on a busy machine)
+_TIMEOUT = float(os.environ.get("TORCHENV_BATCHED_TIMEOUT", "600"))
 _CLOSE_TIMEOUT = 10.0  # seconds an actor gets to close its env before it is killed
 _CONNECT_TIMEOUT = 10.0  # seconds to open a TCP connection to an explicit "host:port" address
 
@@ -128,7 +130,8 @@ class RayParallelEnv(BatchedEnvBase):
             ``scheduling_strategy``, ``runtime_env``...).
         ray_init_kwargs: more arguments for ``ray.init`` when this env starts Ray.
         timeout: seconds to wait for a worker's answer before raising ``WorkerError``.
-            Default: ``$TORCHENV_BATCHED_TIMEOUT`` or 60.
+            Default: ``$TORCHENV_BATCHED_TIMEOUT`` or 600 (the first command also waits for
+            the actors to start).
         **kwargs: the other arguments of :class:`~torchenv.batched._base.BatchedEnvBase`
             (``device``, ``num_sub_threads`` (torch threads per actor), ``use_buffers``...).
 

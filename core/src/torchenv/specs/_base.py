@@ -295,16 +295,21 @@ class TensorSpec:
         device = None if ignore_device else self.device
         if isinstance(val, torch.Tensor):
             out = val.to(dtype=self.dtype, device=device)
+            if self._shape_ok(out.shape):
+                return out
         else:
+            # Arrays, lists and scalars have the spec's shape (or its number of elements), as in
+            # TorchRL: leading batch dims need a spec expanded to them.
             out = torch.as_tensor(copy_if_negative_strides(val), dtype=self.dtype, device=device)
-        if not self._shape_ok(out.shape):
-            if out.numel() == math.prod(self._sshape):
-                out = out.reshape(self._sshape)
-            else:
-                raise SpecEncodeError(
-                    f"cannot encode a value of shape {list(out.shape)} with {self._short()}"
-                )
-        return out
+            if out.shape == self._sshape or (self._dynamic and self._shape_ok(out.shape)):
+                return out
+        if out.numel() == math.prod(self._sshape):
+            return out.reshape(self._sshape)
+        raise SpecEncodeError(
+            f"Shape mismatch: cannot encode a value of shape {list(out.shape)} with "
+            f"{self._short()} (an array or list needs the spec's shape or its number of "
+            "elements; expand the spec for batched values)"
+        )
 
     def memoize_encode(self, mode: bool = True) -> None:
         """TorchRL's switch for caching the encode path (composites apply it to every entry).

@@ -211,13 +211,13 @@ class MeltingpotWrapper(EnvBase):
         return out
 
     def _reset(self, tensordict: TensorDictBase | None = None, **kwargs: Any) -> TensorDictBase:
-        self.num_cycles = 0
+        self.__dict__["num_cycles"] = 0  # not through nn.Module.__setattr__: a hot path
         return self._output(self._env.reset(), False, step=False)
 
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
         actions = self._layout.split_actions(tensordict, numpy=True, categorical=True)
         timestep = self._env.step([int(actions[a]) for a in self.agent_names])
-        self.num_cycles += 1
+        self.__dict__["num_cycles"] = self.num_cycles + 1
         done = bool(timestep.last()) or (
             self.max_steps is not None and self.num_cycles >= self.max_steps
         )

@@ -22,6 +22,7 @@ nox.options.default_venv_backend = "venv"
 # The user guide: every page must exist; their ">>>" examples run as doctests.
 DOCS_PAGES = [
     "docs/index.md",
+    "docs/getting-started.md",
     "docs/specs.md",
     "docs/envs.md",
     "docs/transforms.md",

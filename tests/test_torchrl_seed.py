@@ -182,3 +182,28 @@ def test_vmas():
         ("next", "done"),
     ]:
         assert torch.equal(o.get(k), t.get(k)), k
+
+
+# ----------------------------------------------------------------------------- pettingzoo
+@pytest.mark.pettingzoo
+def test_pettingzoo():
+    # not in the torchrl tox cell (no PettingZoo there): checked with torchrl 0.14.1 and
+    # pettingzoo 1.24.3 + mpe2
+    pytest.importorskip("mpe2")
+    from torchrl.envs import PettingZooEnv as TorchRLPettingZooEnv
+
+    from torchenv_pettingzoo import PettingZooEnv
+
+    kwargs = {"parallel": True, "seed": 3, "max_cycles": 15}
+    theirs = TorchRLPettingZooEnv("mpe/simple_spread_v3", **kwargs)
+    ours = PettingZooEnv("mpe/simple_spread_v3", **kwargs)
+    key = ("agent", "action")
+    for seed in (None, 5):  # the constructor's seed, then set_seed's
+        if seed is not None:
+            assert ours.set_seed(seed) == theirs.set_seed(seed)
+        actions = _actions(ours.full_action_spec[key], 30)
+        t = theirs.rollout(30, _Replay(actions, key), break_when_any_done=False)
+        o = ours.rollout(30, _Replay(actions, key), break_when_any_done=False)
+        for k in [("agent", "observation"), ("next", "agent", "observation")]:
+            assert torch.equal(o.get(k), t.get(k)), (seed, k)
+        assert torch.equal(o.get(("next", "agent", "reward")), t.get(("next", "agent", "reward")))

@@ -57,7 +57,8 @@ def test_simple_spread_equals_raw_pettingzoo(options):
     env = PettingZooEnv("mpe/simple_spread_v3", parallel=True, seed=3, **task_kwargs, **ours_kwargs)
     raw = _raw("mpe/simple_spread_v3", True, **task_kwargs)
     rng = np.random.default_rng(0)
-    obs, _ = raw.reset(seed=3)
+    raw.reset(seed=3)  # the construction's seeded reset (TorchRL's convention)
+    obs, _ = raw.reset()
     td = env.reset()
     for i, agent in enumerate(SPREAD):
         np.testing.assert_array_equal(td["agent", "observation"][i].numpy(), obs[agent])
@@ -94,12 +95,13 @@ def test_simple_spread_equals_raw_pettingzoo(options):
 
 
 @needs_mpe
-def test_seed_then_reset_is_pettingzoo_reset_with_seed():
+def test_seed_then_reset_continues_pettingzoo_reset_with_seed():
     env = PettingZooEnv("mpe/simple_spread_v3", parallel=True)
     raw = _raw("mpe/simple_spread_v3", True)
     for seed in (0, 7):
-        env.set_seed(seed)
-        obs, _ = raw.reset(seed=seed)
+        env.set_seed(seed)  # resets with the seed right away, as TorchRL's
+        raw.reset(seed=seed)
+        obs, _ = raw.reset()
         got = env.reset()["agent", "observation"].numpy()
         np.testing.assert_array_equal(got, np.stack([obs[a] for a in SPREAD]))
     # an unseeded reset goes on with the stream, as PettingZoo's does

@@ -177,7 +177,8 @@ class PettingZooWrapper(EnvBase):
         self._has_info = bool(specs.info)
         self._masked = bool(masked)
         self._mask_keys = [(g, (g, MASK)) for g in layout.masked_groups]
-        self._pending_seed = self.seed
+        # the construction's reset used the seed: later resets continue (TorchRL's convention)
+        self._pending_seed = None
         self._last: TensorDictBase | None = None
 
     # ------------------------------------------------------------------ TorchRL's attributes
@@ -377,8 +378,10 @@ class PettingZooWrapper(EnvBase):
         return last
 
     def _set_seed(self, seed: int | None) -> None:
+        # as TorchRL 0.14.1's PettingZooWrapper: the seeded reset happens right away
         self.seed = seed
-        self._pending_seed = seed  # the next reset is seeded with it
+        self._pending_seed = seed
+        self.reset()
 
     # ------------------------------------------------------------------ rendering, closing
     def render(self) -> Any:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from torchenv.specs import Bounded, Categorical, MultiCategorical, Unbounded
+from torchenv.specs import Bounded, Categorical, ContinuousBox, MultiCategorical, Unbounded
 
 
 class TestEncodeShapes:
@@ -40,3 +40,36 @@ class TestEncodeShapes:
     def test_tensors_keep_their_batch_dims(self) -> None:
         out = Unbounded(shape=(3,)).encode(torch.ones(5, 3))
         assert out.shape == (5, 3)
+
+
+class TestSpaceSetter:
+    def test_bounded_bounds_follow_the_assigned_box(self) -> None:
+        spec = Bounded(-1.0, 1.0, shape=(2,))
+        spec.space = ContinuousBox(torch.zeros(2), torch.full((2,), 3.0))
+        assert spec.low.tolist() == [0.0, 0.0]
+        assert spec.high.tolist() == [3.0, 3.0]
+        assert spec.is_in(torch.full((2,), 2.5))
+        assert not spec.is_in(torch.full((2,), -0.5))
+        assert spec != Bounded(-1.0, 1.0, shape=(2,))
+
+    def test_bounded_refuses_a_box_of_another_shape(self) -> None:
+        spec = Bounded(-1.0, 1.0, shape=(2,))
+        with pytest.raises(ValueError, match="do not broadcast"):
+            spec.space = ContinuousBox(torch.zeros(3), torch.ones(3))
+        with pytest.raises(TypeError, match="ContinuousBox"):
+            spec.space = (0, 1)
+
+    def test_unbounded_records_the_box(self) -> None:
+        spec = Unbounded(shape=(2,))
+        box = ContinuousBox(torch.zeros(2), torch.ones(2))
+        spec.space = box
+        assert spec.space == box
+        assert spec != Unbounded(shape=(2,))
+
+
+def test_categorical_to_one_hot_has_the_one_hot_spec_dtype() -> None:
+    spec = Categorical(4, shape=(2,))
+    one_hot = spec.to_one_hot(torch.tensor([1, 3]))
+    assert one_hot.dtype == spec.to_one_hot_spec().dtype == torch.bool
+    assert spec.to_one_hot_spec().is_in(one_hot)
+    assert spec.to_one_hot_spec().to_categorical(one_hot).tolist() == [1, 3]

@@ -91,12 +91,34 @@ class Unbounded(TensorSpec):
 
     @property
     def space(self) -> ContinuousBox:
+        box = self.__dict__.get("_space_set")
+        if box is not None and tuple(box.low.shape) == tuple(self._sshape):
+            return box
         lo, hi = _dtype_limits(self.dtype)
         shape = self._sshape
         return ContinuousBox(
             torch.full(shape, lo, dtype=self.dtype, device=self.device),
             torch.full(shape, hi, dtype=self.dtype, device=self.device),
         )
+
+    @space.setter
+    def space(self, box: ContinuousBox) -> None:
+        # TorchRL lets users assign ``spec.space``. An unbounded spec records the box (it is what
+        # ``space`` and ``==`` report) but its values stay unbounded: use Bounded to bound them.
+        if not isinstance(box, ContinuousBox):
+            raise TypeError(
+                f"{type(self).__name__}.space: expected a ContinuousBox, got {type(box).__name__}"
+            )
+        self._space_set = box
+
+    def __eq__(self, other: object) -> bool:
+        if not super().__eq__(other):
+            return False
+        if "_space_set" in self.__dict__ or "_space_set" in other.__dict__:
+            return self.space == other.space
+        return True
+
+    __hash__ = None  # type: ignore[assignment]
 
     @property
     def low(self) -> torch.Tensor:
@@ -305,6 +327,26 @@ class Bounded(TensorSpec):
     @property
     def space(self) -> ContinuousBox:
         return self._space
+
+    @space.setter
+    def space(self, box: ContinuousBox) -> None:
+        # TorchRL lets users assign ``spec.space``: the bounds follow the box.
+        if not isinstance(box, ContinuousBox):
+            raise TypeError(
+                f"{type(self).__name__}.space: expected a ContinuousBox, got {type(box).__name__}"
+            )
+        low, high = torch.as_tensor(box.low), torch.as_tensor(box.high)
+        try:
+            low, high = low.expand(self._sshape).clone(), high.expand(self._sshape).clone()
+        except RuntimeError:
+            raise ValueError(
+                f"{type(self).__name__}.space: low (shape {list(low.shape)}) and high (shape "
+                f"{list(high.shape)}) do not broadcast to the spec shape {list(self.shape)}."
+            ) from None
+        if bool((low > high).any()):
+            raise ValueError(f"{type(self).__name__}.space: low must be <= high.")
+        self._space = ContinuousBox(low, high)
+        self._refresh()
 
     @property
     def minimum(self) -> torch.Tensor:

@@ -217,10 +217,10 @@ class Categorical(TensorSpec):
         return self
 
     def to_one_hot(self, val: torch.Tensor, safe: bool | None = None) -> torch.Tensor:
-        """Encodes category indices as one-hot vectors (long)."""
+        """Encodes category indices as one-hot vectors (bool, the dtype of :meth:`to_one_hot_spec`)."""
         if safe:
             self.assert_is_in(val)
-        return torch.nn.functional.one_hot(val.to(torch.long), self.n)
+        return torch.nn.functional.one_hot(val.to(torch.long), self.n).to(torch.bool)
 
     def to_one_hot_spec(self) -> OneHot:
         """The equivalent :class:`OneHot` spec."""

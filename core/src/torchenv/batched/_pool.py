@@ -295,6 +295,12 @@ class WorkerPool:
             ctx.get_start_method() == "forkserver"
             or threading.current_thread() is threading.main_thread()
         )
+        if ctx.get_start_method() != "fork":  # lambdas and closures travel by cloudpickle
+            from torchenv.batched._creator import _PicklableFn
+
+            create_env_fns = [
+                fn if isinstance(fn, _PicklableFn) else _PicklableFn(fn) for fn in create_env_fns
+            ]
         self._spawn_args = (ctx, create_env_fns, create_env_kwargs, buffer, groups, ctl_offset)
         self._spawn_args += (parent_pid, num_sub_threads, kernel_signal, beat_offset)
         for p in range(len(self._members)):

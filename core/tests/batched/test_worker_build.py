@@ -1,4 +1,4 @@
-"""A sub-env that fails to build in its worker: the WorkerError says "while building the env"."""
+"""Building sub-envs in workers: a failed build says so; spawn workers take lambdas (cloudpickle)."""
 
 from __future__ import annotations
 
@@ -26,5 +26,16 @@ def test_build_failure_in_a_worker_names_the_build_not_the_reset():
             env.reset()
         assert "during reset" not in str(info.value).splitlines()[0]
         assert "no such task in the worker" in str(info.value)
+    finally:
+        env.close()
+
+
+@pytest.mark.parallel
+@pytest.mark.slow
+def test_spawn_workers_take_a_lambda_through_cloudpickle():
+    pytest.importorskip("cloudpickle")
+    env = ParallelEnv(2, lambda: PendulumEnv(), mp_start_method="spawn")
+    try:
+        assert env.rollout(3).batch_size == (2, 3)
     finally:
         env.close()

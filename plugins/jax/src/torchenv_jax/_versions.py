@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import io
+import sys
 from types import ModuleType
 
 from packaging.specifiers import SpecifierSet
@@ -38,8 +41,13 @@ def import_brax() -> ModuleType:
     >>> import_brax().__name__
     'brax'
     """
-    module = _import("brax", BRAX_SUPPORTED, BRAX_INSTALL)
-    importlib.import_module("brax.envs")
+    if "brax.envs" in sys.modules:
+        return _import("brax", BRAX_SUPPORTED, BRAX_INSTALL)
+    # mujoco.mjx, which brax imports, prints "Failed to import warp" (its optional GPU backend)
+    # to stdout on import: keep that out of the user's output
+    with contextlib.redirect_stdout(io.StringIO()):
+        module = _import("brax", BRAX_SUPPORTED, BRAX_INSTALL)
+        importlib.import_module("brax.envs")
     return module
 
 

@@ -7,6 +7,7 @@ set to ``"egl"``. Set ``MUJOCO_GL`` yourself (``egl``, ``osmesa``, ``glfw``) to 
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from types import ModuleType
@@ -40,7 +41,32 @@ def import_suite() -> ModuleType:
     choose_headless_gl()
     from dm_control import suite
 
+    _once_per_process("settotalmass")
     return suite
+
+
+class _Once(logging.Filter):
+    """Lets a log record whose message holds ``word`` through once, then drops its repeats."""
+
+    def __init__(self, word: str) -> None:
+        super().__init__()
+        self.word, self.seen = word, False
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if self.word not in record.getMessage():
+            return True
+        if self.seen:
+            return False
+        self.seen = True
+        return True
+
+
+def _once_per_process(word: str) -> None:
+    """MuJoCo's compiler warns through absl each time a model with a deprecated attribute is
+    compiled (dm_control's cheetah uses ``settotalmass``): once per process is enough."""
+    logger = logging.getLogger("absl")
+    if not any(isinstance(f, _Once) and f.word == word for f in logger.filters):
+        logger.addFilter(_Once(word))
 
 
 def task_ids() -> list[str]:

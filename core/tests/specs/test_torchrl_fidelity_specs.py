@@ -6,7 +6,14 @@ import numpy as np
 import pytest
 import torch
 
-from torchenv.specs import Bounded, Categorical, ContinuousBox, MultiCategorical, Unbounded
+from torchenv.specs import (
+    Bounded,
+    Categorical,
+    Composite,
+    ContinuousBox,
+    MultiCategorical,
+    Unbounded,
+)
 
 
 class TestEncodeShapes:
@@ -73,3 +80,23 @@ def test_categorical_to_one_hot_has_the_one_hot_spec_dtype() -> None:
     assert one_hot.dtype == spec.to_one_hot_spec().dtype == torch.bool
     assert spec.to_one_hot_spec().is_in(one_hot)
     assert spec.to_one_hot_spec().to_categorical(one_hot).tolist() == [1, 3]
+
+
+class TestIndexBounds:
+    @pytest.mark.parametrize("idx", [range(5), np.array([[0, 3]]), torch.tensor([3, 0]), [-4]])
+    def test_array_index_out_of_range_raises_index_error(self, idx: object) -> None:
+        spec = Unbounded(shape=(3, 2))
+        with pytest.raises(IndexError, match="out of bounds for dim 0 with size 3"):
+            spec[idx]
+
+    def test_composite_checks_its_batch_dims(self) -> None:
+        spec = Composite(obs=Unbounded(shape=(3, 2)), shape=(3,))
+        with pytest.raises(IndexError, match="out of bounds"):
+            spec[torch.tensor([0, 5])]
+        assert spec[torch.tensor([2, -3])]["obs"].shape == (2, 2)
+
+    def test_in_range_array_index_keeps_working(self) -> None:
+        spec = Unbounded(shape=(3, 2))
+        assert spec[torch.tensor([2, -3])].shape == (2, 2)
+        assert spec[None, [0, 1]].shape == (1, 2, 2)
+        assert spec[:, [1]].shape == (3, 1)

@@ -19,6 +19,7 @@ import torch
 
 from torchenv.specs._errors import (
     SpecEncodeError,
+    SpecIndexError,
     SpecIndexTypeError,
     SpecShapeError,
     SpecTypeError,
@@ -76,7 +77,31 @@ def _normalize_index(idx: Any, ndim: int) -> tuple:
     return idx
 
 
+def _check_index_bounds(shape: torch.Size, idx: tuple) -> None:
+    """Raises ``IndexError`` for an integer array index with an entry outside its dim, as a
+    tensor would (the shape computation below runs on a meta tensor, which reads no index)."""
+    dim = 0
+    for i in idx:
+        if i is None:
+            continue
+        if isinstance(i, (torch.Tensor, np.ndarray, list, range)):
+            t = i if isinstance(i, torch.Tensor) else torch.as_tensor(np.asarray(i))
+            if t.dtype == torch.bool:
+                dim += max(t.ndim, 1)
+                continue
+            if dim < len(shape) and shape[dim] >= 0 and t.numel():
+                size = shape[dim]
+                lo, hi = int(t.min()), int(t.max())
+                if hi >= size or lo < -size:
+                    bad = hi if hi >= size else lo
+                    raise SpecIndexError(
+                        f"index {bad} is out of bounds for dim {dim} with size {size}"
+                    )
+        dim += 1
+
+
 def _index_shape(shape: torch.Size, idx: tuple) -> torch.Size:
+    _check_index_bounds(shape, idx)
     dims = [s if s >= 0 else 1 for s in shape]
     out = torch.empty(dims, device="meta")[idx].shape
     return torch.Size(out)

@@ -102,3 +102,14 @@ def test_legacy_gym_with_numpy2_is_a_clear_error():
     assert "separate venv" in info.hint and "numpy<2" not in info.hint  # never a downgrade
     with pytest.raises(ImportError, match="cannot run with numpy 2.*separate venv"):
         registry.make("gym:CartPole-v1")
+
+
+def test_list_hides_gymnasium_ids_whose_simulator_is_missing():
+    import importlib.util
+
+    ids = registry.list_envs("gymnasium")
+    assert "CartPole-v1" in ids
+    has_box2d = importlib.util.find_spec("Box2D") is not None
+    has_mujoco = importlib.util.find_spec("mujoco") is not None
+    assert ("LunarLander-v3" in ids) == has_box2d
+    assert ("HalfCheetah-v5" in ids) == has_mujoco

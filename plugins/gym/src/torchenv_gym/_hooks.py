@@ -76,7 +76,28 @@ def torchenv_list_envs(backend: str) -> list[str] | None:
     from torchenv_gym._backend import registered_ids, set_gym_backend
 
     with set_gym_backend(backend) as chosen:
-        return registered_ids(chosen.backend)
+        return [
+            i for i in registered_ids(chosen.backend) if _dependencies_installed(chosen.backend, i)
+        ]
+
+
+# gymnasium's env sets and the module each needs (the extra that brings it: torchenv[gymnasium-*]).
+_SET_NEEDS = {".envs.mujoco": "mujoco", ".envs.box2d": "Box2D"}
+
+
+def _dependencies_installed(module: Any, env_id: str) -> bool:
+    """Whether the simulator of ``env_id``'s env set is importable (listed ids only: as the
+    PettingZoo list, ``torchenv list gymnasium`` hides the envs that cannot be made here)."""
+    import importlib.util
+
+    spec = module.envs.registry.get(env_id)
+    entry = getattr(spec, "entry_point", None)
+    if not isinstance(entry, str):
+        return True
+    for part, needed in _SET_NEEDS.items():
+        if part in entry:
+            return importlib.util.find_spec(needed) is not None
+    return True
 
 
 @hookimpl

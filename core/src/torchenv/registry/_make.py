@@ -12,7 +12,6 @@ import threading
 import warnings
 from typing import TYPE_CHECKING, Any
 
-from torchenv.envs._finite import check_finite_mode
 from torchenv.registry import _manager
 from torchenv.registry._errors import (
     AmbiguousNameError,
@@ -287,6 +286,8 @@ def make(name: str, /, **kwargs: Any) -> EnvBase:
     backend_name, env_id = split_name(name)
     check_finite = kwargs.pop("check_finite", None)
     if check_finite is not None:
+        from torchenv.envs._finite import check_finite_mode  # here: the registry imports no torch
+
         check_finite_mode(check_finite)
     check_make_kwargs(name, kwargs)
     if backend_name is None:

@@ -221,7 +221,7 @@ def test_bounded_int_rand_up_to_dtype_max() -> None:
 
 def test_multicategorical_remove_singleton_project() -> None:
     spec = MultiCategorical([3])
-    assert spec.project(torch.tensor(5.3)).tolist() == [2]
+    assert spec.project(torch.tensor(5.3)).tolist() == 2  # a 0-d value stays 0-d (TorchRL)
     assert spec.project(torch.tensor([5.3, -1.2])).tolist() == [2, 0]
     assert not spec.is_in(torch.tensor(1.0))  # wrong dtype: no endless retry
     assert not spec.is_in(torch.tensor([[7]]))

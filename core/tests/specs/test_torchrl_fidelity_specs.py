@@ -100,3 +100,12 @@ class TestIndexBounds:
         assert spec[torch.tensor([2, -3])].shape == (2, 2)
         assert spec[None, [0, 1]].shape == (1, 2, 2)
         assert spec[:, [1]].shape == (3, 1)
+
+
+def test_multicategorical_project_keeps_a_0d_value_0d() -> None:
+    spec = MultiCategorical(5)
+    assert spec.rand().shape == ()
+    out = spec.project(torch.tensor(7.4))
+    assert out.shape == ()
+    assert out.item() == 4
+    assert spec.project(torch.tensor([[9], [-2]])).tolist() == [[4], [0]]

@@ -175,7 +175,11 @@ class MultiCategorical(TensorSpec):
         val = torch.as_tensor(val, device=self.device)
         if is_float_dtype(val.dtype):
             val = val.round()
+        shape = val.shape
         val = torch.minimum(val.to(torch.long).clamp_min(0), self.nvec - 1)
+        if val.shape != shape and val.numel() == shape.numel():
+            # a 0-d value of a one-variable spec stays 0-d (as rand() gives it)
+            val = val.reshape(shape)
         if self.mask is not None:
             parts = self.mask.split(self._row, -1)
             cols = []

@@ -1,48 +1,18 @@
 """Same seed, same data (issue 29): two fresh MuJoCo envs seeded alike give bit-identical
-rollouts, random actions included (they draw from the env's generator seeded by ``set_seed``),
-also inside ``SerialEnv``."""
+rollouts, random actions included, also inside ``SerialEnv``."""
 
 from __future__ import annotations
 
 import pytest
-import torch
 
 pytest.importorskip("mujoco")
 
-from torchenv.batched import SerialEnv
-from torchenv.testing import assert_tensordict_equal
+from torchenv.testing import SeedingConformanceTests
 from torchenv_mujoco import MujocoEnv
 
 pytestmark = pytest.mark.mujoco
 
 
-def _make():
-    return MujocoEnv("InvertedPendulum", num_envs=2)
-
-
-def _seeded_rollout(env, seed, steps=40):
-    try:
-        env.set_seed(seed)
-        return env.rollout(steps, break_when_any_done=False)
-    finally:
-        env.close()
-
-
-def test_same_seed_same_rollout():
-    first = _seeded_rollout(_make(), 3)
-    torch.rand(3)  # the global generator moving in between changes nothing
-    assert_tensordict_equal(_seeded_rollout(_make(), 3), first, "two envs seeded 3")
-
-
-def test_other_seed_other_rollout():
-    a, b = _seeded_rollout(_make(), 3), _seeded_rollout(_make(), 4)
-    assert any(
-        not torch.equal(a.get(k), b.get(k))
-        for k in a.keys(True, True)
-        if a.get(k).is_floating_point()
-    )
-
-
-def test_serial_env_same_seed_same_rollout():
-    first = _seeded_rollout(SerialEnv(2, _make), 5, steps=20)
-    assert_tensordict_equal(_seeded_rollout(SerialEnv(2, _make), 5, steps=20), first, "SerialEnv")
+class TestSeeding(SeedingConformanceTests):
+    def make_env(self):
+        return MujocoEnv("InvertedPendulum", num_envs=2)

@@ -240,7 +240,13 @@ def test_overview_action_mask_transform():
 
 
 @pytest.mark.skipif(_missing("ale_py"), reason="the ALE/Pong-v5 example needs ale_py (ALE)")
-def test_overview_video_recorder_pong(tmp_path):  # pragma: no cover - ale_py is not installed
+@pytest.mark.xfail(
+    strict=True,
+    reason="known differences (issue 28): TorchRL's GymEnv names an image observation 'pixels', "
+    "torchenv's names ALE's RGB frames 'observation'; and GymEnv('ALE/...') does not register "
+    "ale_py's envs itself (make('gymnasium:ALE/...') does)",
+)
+def test_overview_video_recorder_pong(tmp_path):
     from torchenv.record import CSVLogger, VideoRecorder
     from torchenv_gym import GymEnv
 

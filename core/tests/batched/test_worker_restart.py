@@ -102,7 +102,8 @@ def test_a_fault_mid_rollout_restarts_only_that_worker(tmp_path, fault, per_work
     with pytest.warns(WorkerRestartedWarning, match=rf"worker {bad} \(pid \d+\)") as record:
         got, last_root, pids = _run(env, actions)
     assert not armed.exists()  # the fault happened
-    assert len(record) == 1
+    # one restart warning (a killed process may add others, e.g. a RuntimeWarning)
+    assert len([w for w in record if issubclass(w.category, WorkerRestartedWarning)]) == 1
     lost = {bad} if per_worker == 1 else {bad, bad + 1}  # the sub-envs of the lost process
     keep = [i for i in range(n) if i not in lost]
     # every other sub-env: the run without the fault, bit for bit

@@ -89,8 +89,10 @@ class AsyncEnvPool(BatchedEnvBase, metaclass=_AsyncMeta):
         env_makers: a callable returning an env, or a list of them (one per sub-env; their
             number is the pool's size).
 
+    ``backend`` (read by the metaclass, which picks the subclass): ``"threading"`` (default, as
+    in TorchRL) or ``"multiprocessing"``.
+
     Keyword Args:
-        backend: ``"threading"`` (default, as in TorchRL) or ``"multiprocessing"``.
         stack: ``"dense"`` (default: the sub-envs must have identical specs), ``"lazy"``
             (lazily stacked outputs) or ``"maybe_dense"`` (dense when the specs allow).
         create_env_kwargs: keyword arguments for the makers (a dict, or one per sub-env).

@@ -33,7 +33,8 @@ def import_suite() -> ModuleType:
     'dm_control.suite'
     """
     module = sys.modules.get("dm_control.suite")
-    if module is not None:
+    if module is not None:  # imported already, maybe by someone else: the filter all the same
+        _once_per_process("settotalmass")
         return module
     from torchenv_dmcontrol._versions import check_pair
 

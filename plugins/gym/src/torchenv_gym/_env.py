@@ -218,8 +218,10 @@ class GymWrapper(ArrayEnv):
         ``i`` gets ``seed + i``, gymnasium's rule), whose output is dropped; the next resets
         continue from the generators it seeded. So ``set_seed(s)`` then ``reset()`` gives the
         episode that follows ``env.reset(seed=s)`` in gymnasium, as in TorchRL."""
-        self.__dict__["_next_seed"] = None
-        self.reset(seed=seed)
+        # The seed goes through ``_next_seed``, not ``reset(seed=)``: a subclass's ``_reset`` written
+        # for TorchRL takes no ``seed`` keyword.
+        self.__dict__["_next_seed"] = seed
+        self.reset()
 
     def _array_reset(
         self, out: dict, mask: np.ndarray | None, seed: int | None, options: Any = None

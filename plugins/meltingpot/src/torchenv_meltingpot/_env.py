@@ -59,10 +59,6 @@ def _leaf_spec(spec: Any, categorical: bool = True) -> TensorSpec:
     return Unbounded(shape=shape, dtype=dtype)
 
 
-def _one_group_per_agent(agents: Sequence[str]) -> dict[str, list[str]]:
-    return MarlGroupMapType.ONE_GROUP_PER_AGENT.get_group_map(list(agents))
-
-
 class MeltingpotWrapper(EnvBase):
     """A Melting Pot substrate as a torchenv env, with TorchRL's ``MeltingpotWrapper`` API.
 
@@ -155,7 +151,7 @@ class MeltingpotWrapper(EnvBase):
             done="root",
             truncated=False,
             device=self.device,
-            default_group_map=_one_group_per_agent,
+            default_group_map=MarlGroupMapType.ONE_GROUP_PER_AGENT.get_group_map,  # as TorchRL
         )
         layout.set_specs(self)
         self._layout = layout

@@ -42,11 +42,6 @@ class _classproperty:
         return self.fget(owner)
 
 
-def _one_group_per_agent(agents: Sequence[str]) -> dict[str, list[str]]:
-    # TorchRL: group_map=None gives one group per player
-    return MarlGroupMapType.ONE_GROUP_PER_AGENT.get_group_map(list(agents))
-
-
 class OpenSpielWrapper(EnvBase):
     """An OpenSpiel game as a torchenv env, with TorchRL's ``OpenSpielWrapper`` API.
 
@@ -170,7 +165,7 @@ class OpenSpielWrapper(EnvBase):
             done="root",
             truncated=False,
             device=self.device,
-            default_group_map=_one_group_per_agent,
+            default_group_map=MarlGroupMapType.ONE_GROUP_PER_AGENT.get_group_map,  # as TorchRL
         )
         layout.set_specs(self)
         self._layout = layout

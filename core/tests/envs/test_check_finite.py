@@ -142,3 +142,63 @@ def test_finite_data_passes_and_a_sum_overflow_is_not_reported():
     from torchenv.envs._finite import check_values
 
     check_values(env, None, TensorDict(observation=big, batch_size=4), 1)
+
+
+@pytest.mark.parametrize("kind", ["tensor", "array"])
+@pytest.mark.parametrize(
+    "shape", [(), (1,), (5,), (2, 3), (1, 64), (65,), (3, 30), (2, 3, 4)], ids=str
+)
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), float("-inf")], ids=str)
+def test_every_size_and_kind_of_value_is_looked_at(shape, kind, bad):
+    # the fast look sums small values as Python lists and large ones with the library's
+    # reduction, tensors and the direct paths' numpy arrays: each way must see a bad element
+    from torchenv.envs._finite import check_values
+
+    env = NanObsEnv(check_finite="raise")
+    value = torch.ones(shape)
+    value.view(-1)[-1] = bad
+    if kind == "array":
+        value = value.numpy()
+    batch_dims = min(len(shape), 1)
+    with pytest.raises(NonFiniteError) as info:
+        check_values(env, None, {"observation": value}, batch_dims)
+    assert info.value.key == "observation"
+    expected_row = [()] if batch_dims == 0 else [(shape[0] - 1,)]
+    assert info.value.rows == expected_row
+    finite = torch.ones(shape)
+    check_values(env, None, {"observation": finite.numpy() if kind == "array" else finite}, 0)
+
+
+def test_a_tensor_that_requires_grad_is_looked_at():
+    from torchenv.envs._finite import check_values
+
+    env = NanObsEnv(check_finite="raise")
+    action = torch.full((4, 1), float("nan"), requires_grad=True)
+    with pytest.raises(NonFiniteError, match="action"):
+        check_values(env, {"action": action}, None, 1)
+
+
+def test_direct_path_looks_at_nested_group_outputs():
+    # the direct step_and_maybe_reset looks at its numpy arrays, keyed (group, name)
+    from test_envbase_direct_nested import Herd
+
+    class NanHerd(Herd):
+        def _obs(self):
+            obs = super()._obs()
+            if self.age.max() >= 2:
+                obs["cats"]["position"][1, 0, 1] = float("nan")
+            return obs
+
+        def _step(self, tensordict):  # the direct path must not fall back to this
+            raise AssertionError("the TensorDict path was taken")
+
+    env = NanHerd((4,), check_finite="raise")
+    env.set_seed(0)
+    td = env.reset()
+    td = env.rand_action(td)
+    _, td = env.step_and_maybe_reset(td)
+    td = env.rand_action(td)
+    with pytest.raises(NonFiniteError) as info:
+        env.step_and_maybe_reset(td)
+    assert info.value.key == ("cats", "position")
+    assert info.value.rows == [(1,)]

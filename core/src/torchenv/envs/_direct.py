@@ -39,7 +39,7 @@ import numpy as np
 import torch
 from tensordict import TensorDict, TensorDictBase
 
-from torchenv.envs._finite import check_step
+from torchenv.envs._finite import check_step, check_values
 from torchenv.envs._step import _plain_get
 from torchenv.specs import Composite
 
@@ -528,8 +528,8 @@ def direct_step_and_maybe_reset(
     nxt = dict(zip(keys, map(from_numpy, arrays.values())))
     done = env._step_into(action, arrays)
     tensordict._set_str("next", plan.nest(nxt, batch, device), validated=True, inplace=False)
-    if env.__dict__["_finite_on"]:
-        check_step(env, tensordict, tensordict.get("next"))
+    if env.__dict__["_finite_on"]:  # on the arrays: cheaper than through the TensorDict
+        check_values(env, tensordict, arrays, len(batch))
     # then the outputs it carries over
     for key in mdp.next_keys:
         value = nxt.get(key)

@@ -12,8 +12,9 @@ returns, on every step path (``step``, ``step_and_maybe_reset``, the direct arra
 * ``"ignore"``: no look at all.
 
 The look is one reduction per tensor (``x.sum()`` is finite when every element is; an overflow
-of the sum to infinity is ruled out by the detailed look that follows a failure), details only
-on failure.
+of the sum to infinity is ruled out by the detailed look that follows a failure), made by numpy
+on cpu tensors (half torch's cost on small ones) and on the direct paths' arrays before they
+become tensors; details only on failure. It adds about 1-2 us per float entry and step.
 """
 
 from __future__ import annotations
@@ -22,12 +23,16 @@ import math
 import warnings
 from typing import Any
 
+import numpy as np
 import torch
+from numpy import ndarray
 from tensordict import TensorDict
 
 __all__ = ["NonFiniteError", "check_finite_mode", "check_step", "check_values"]
 
 MODES = ("warn", "raise", "ignore")
+
+_reduce = np.add.reduce
 
 
 class NonFiniteError(ValueError):
@@ -70,11 +75,7 @@ def _float_keys(env: Any) -> tuple[list, list]:
 
 
 def _finite(value: Any) -> bool:
-    if not isinstance(value, torch.Tensor):
-        return True
-    if value.numel() == 1:
-        return math.isfinite(value.item())
-    return math.isfinite(value.sum().item())
+    return math.isfinite(_total(value))
 
 
 def _rows(value: torch.Tensor, batch_dims: int) -> list:
@@ -121,8 +122,8 @@ def _report(
 
 
 def check_values(env: Any, actions: Any, outputs: Any, batch_dims: int) -> None:
-    """Look at the float ``actions`` and ``outputs`` (TensorDicts or ``{key: tensor}`` dicts,
-    ``None`` to skip) of one step of ``env``; report the first non-finite one.
+    """Look at the float ``actions`` and ``outputs`` (TensorDicts or ``{key: tensor or numpy
+    array}`` dicts, ``None`` to skip) of one step of ``env``; report the first non-finite one.
 
     The common case (all finite) is one reduction per tensor and a dict lookup per key; the
     details (which key, which rows) are computed only when a reduction is not finite."""
@@ -140,28 +141,51 @@ def check_values(env: Any, actions: Any, outputs: Any, batch_dims: int) -> None:
 
 def _all_finite(data: Any, keys: list) -> bool:
     """Whether every tensor of ``data`` at ``keys`` sums to a finite number (the fast look)."""
-    src = data._tensordict if type(data) is TensorDict else data if type(data) is dict else None
+    if type(data) is TensorDict:
+        src = data._tensordict
+    elif type(data) is dict:
+        src = data
+    else:
+        src = None
     isfinite = math.isfinite
     for key in keys:
-        if src is not None and type(key) is str:
+        if src is not None and (type(key) is str or src is data):
             value = src.get(key)
         else:
             try:
                 value = data.get(key, None)
             except RuntimeError:  # a lazy stack of different shapes: the detailed look
                 return False
-        if value is None or not isinstance(value, torch.Tensor):
+        if value is None:
             continue
-        dims = value.dim()
-        if dims == 1 and value.numel() <= 64:  # small: a list sum beats a torch op (4x)
-            total = sum(value.tolist())
-        elif dims == 0:
-            total = value.item()
-        else:
-            total = value.sum().item()
-        if not isfinite(total):
+        if not isfinite(_total(value)):
             return False
     return True
+
+
+def _total(value: Any) -> float:
+    """The sum of ``value``'s elements (an array or a tensor; 0.0 for anything else), by the
+    cheapest call for its size: a Python sum of the list of a small array or tensor of up to
+    two dims (3-4x cheaper than a numpy or torch reduction), the library's reduction otherwise."""
+    if type(value) is ndarray:
+        dims = value.ndim
+        if dims < 3 and value.size <= 64:
+            return _list_sum(value.tolist(), dims)
+        return _reduce(value, None)
+    if not isinstance(value, torch.Tensor):
+        return 0.0
+    dims = value.dim()
+    if dims < 3 and value.numel() <= 64:
+        return _list_sum(value.tolist(), dims)
+    return value.sum().item()
+
+
+def _list_sum(values: Any, dims: int) -> float:
+    if dims == 1:
+        return sum(values)
+    if dims == 2:
+        return sum(map(sum, values))
+    return values
 
 
 def _find_and_report(env: Any, actions: Any, outputs: Any, batch_dims: int, keys: tuple) -> None:
@@ -172,6 +196,8 @@ def _find_and_report(env: Any, actions: Any, outputs: Any, batch_dims: int, keys
         for key in names:
             for prefix, value, dims in _parts(data, key, batch_dims):
                 if value is not None and not _finite(value):
+                    if type(value) is ndarray:
+                        value = torch.from_numpy(value)
                     kind = what if what == "action" else _output_kind(env, key)
                     _report(env, kind, key, value, dims, prefix)
                     if not env.__dict__["_finite_on"]:

@@ -148,7 +148,7 @@ def test_backend_picks_the_class():
         ({"recv_size": 3}, ValueError, r"\(2\); got 3"),
         ({"stack": "tight"}, ValueError, "stack must be one of"),
         ({"envs_per_worker": 2}, NotImplementedError, "does not support envs_per_worker"),
-        ({"restart_failed": True}, NotImplementedError, "does not support restart_failed"),
+        ({"max_restarts": -1}, ValueError, "max_restarts must be an int >= 0"),
     ],
 )
 def test_bad_arguments(kwargs, error, match):

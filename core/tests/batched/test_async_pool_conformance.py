@@ -47,3 +47,31 @@ class TestProcessorPoolCartPole(AsyncEnvPoolConformanceTests):
         return AsyncEnvPool(
             [CartPoleEnv] * num_envs, backend="multiprocessing", recv_size=min(2, num_envs)
         )
+
+
+class TestThreadingPoolRestartFailedCartPole(AsyncEnvPoolConformanceTests):
+    """``restart_failed=True``: the ``"worker_restarted"`` entry in every output, fault-free."""
+
+    num_envs = 3
+    rollout_steps = 30
+
+    def make_batched_env(self, num_envs):
+        return AsyncEnvPool(
+            [CartPoleEnv] * num_envs,
+            backend="threading",
+            recv_size=min(2, num_envs),
+            restart_failed=True,
+        )
+
+
+class TestProcessorPoolRestartFailedCartPole(AsyncEnvPoolConformanceTests):
+    num_envs = 3
+    rollout_steps = 30
+
+    def make_batched_env(self, num_envs):
+        return AsyncEnvPool(
+            [CartPoleEnv] * num_envs,
+            backend="multiprocessing",
+            recv_size=min(2, num_envs),
+            restart_failed=True,
+        )

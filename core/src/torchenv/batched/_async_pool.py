@@ -29,10 +29,12 @@ from tensordict import TensorDict, TensorDictBase
 
 from torchenv.batched import _worker as W
 from torchenv.batched._base import BatchedEnvBase, _tuple
-from torchenv.batched._parallel import _ParallelMeta
+from torchenv.batched._parallel import ParallelEnv, _ParallelMeta
+from torchenv.batched._restart import RESTART_KEY, _end_episodes, warn_restarted
 from torchenv.batched._shared import build_td, getter, write_row
 from torchenv.envs import EnvBase
 from torchenv.envs._common import _EnvMeta
+from torchenv.specs import Categorical
 
 __all__ = ["AsyncEnvPool"]
 
@@ -99,6 +101,14 @@ class AsyncEnvPool(BatchedEnvBase, metaclass=_AsyncMeta):
         recv_size: default ``min_get`` and ``max_get`` of every ``recv``: each returns exactly
             the first ``recv_size`` sub-envs to finish. Default: ``min_get=1`` and no
             ``max_get`` (every finished sub-env), as in TorchRL.
+        restart_failed: replace a sub-env whose worker dies, hangs or raises during a
+            command by a new one from the same factory (processes: a new worker process;
+            threads: the env built again, after an exception only), with a
+            :class:`~torchenv.batched.WorkerRestartedWarning`; the ``recv`` that collects it
+            returns its episode ended as truncated, ``("next", "worker_restarted")`` true (an
+            observation entry, false otherwise). As ``ParallelEnv``'s. Default ``False``.
+        max_restarts: restarts allowed per sub-env before the error is raised as without
+            ``restart_failed``. Default 10.
         **kwargs: the other arguments of :class:`~torchenv.batched.ParallelEnv` (``device``,
             ``timeout``, ``mp_start_method``, ``num_sub_threads``...).
 
@@ -152,14 +162,18 @@ class AsyncEnvPool(BatchedEnvBase, metaclass=_AsyncMeta):
                     f"env_makers[{i}] is an env instance ({name}); AsyncEnvPool builds its own "
                     f"sub-envs: pass a factory, e.g. `lambda: {name}(...)` or `{name}`."
                 )
-        for name, default in (("envs_per_worker", 1), ("restart_failed", False)):
-            if kwargs.get(name, default) != default:
-                raise NotImplementedError(
-                    f"AsyncEnvPool does not support {name}= (one sub-env per worker, a failed "
-                    "sub-env raises WorkerError); use ParallelEnv for it."
-                )
-            kwargs.pop(name, None)
-        kwargs.pop("max_restarts", None)
+        if kwargs.get("envs_per_worker", 1) != 1:
+            raise NotImplementedError(
+                "AsyncEnvPool does not support envs_per_worker= (one sub-env per worker); use "
+                "ParallelEnv for it."
+            )
+        kwargs.pop("envs_per_worker", None)
+        restart_failed = bool(kwargs.pop("restart_failed", False))
+        max_restarts = kwargs.pop("max_restarts", 10)
+        if not isinstance(max_restarts, int) or isinstance(max_restarts, bool) or max_restarts < 0:
+            raise ValueError(f"max_restarts must be an int >= 0; got {max_restarts!r}.")
+        if isinstance(self, ParallelEnv):  # its workers restart (torchenv.batched._restart)
+            kwargs.update(restart_failed=restart_failed, max_restarts=max_restarts)
         if stack not in _STACKS:
             raise ValueError(f"stack must be one of {tuple(_STACKS)}; got {stack!r}.")
         n = len(makers)
@@ -171,8 +185,12 @@ class AsyncEnvPool(BatchedEnvBase, metaclass=_AsyncMeta):
                 f"got {recv_size!r}."
             )
         kwargs.setdefault("share_individual_td", _STACKS[stack])
-        super().__init__(n, makers, create_env_kwargs, **kwargs)
         d = self.__dict__
+        d["restart_failed"], d["max_restarts"] = restart_failed, max_restarts
+        super().__init__(n, makers, create_env_kwargs, **kwargs)
+        if restart_failed and not isinstance(self, ParallelEnv):  # ParallelEnv adds its own
+            flag = Categorical(2, shape=(*self.batch_size, 1), dtype=torch.bool)
+            self.observation_spec[RESTART_KEY] = flag.to(self.device) if self.device else flag
         d["stack"] = stack
         d["recv_size"] = recv_size
         d["min_get"] = 1 if recv_size is None else recv_size
@@ -199,6 +217,9 @@ class AsyncEnvPool(BatchedEnvBase, metaclass=_AsyncMeta):
         d["_store_gen"] = 0  # bumped when a store tensor is replaced (older rows then lost)
         d["_finished"] = {STEP: [], STEP_AND_MAYBE_RESET: [], RESET: []}  # in finishing order
         d["_status"] = {}  # finished sub-env -> (status, error info or None)
+        d["_reset_args"] = {}  # sub-env -> the arguments of its reset in flight
+        d["_restarting"] = set()  # restarted sub-envs whose reset (of the new env) is in flight
+        d["_flagged"] = set()  # finished sub-envs whose command ended with a restart
         d.setdefault("_index_cache", {})
         d["_cache"].pop("async_in_writers", None)  # buffer views: rebuilt after a restart
 
@@ -353,6 +374,8 @@ class AsyncEnvPool(BatchedEnvBase, metaclass=_AsyncMeta):
             sent_at[i] = now
             if kind != RESET:
                 sent[i] = (tensordict, row, sig)
+        if kind == RESET and d.get("restart_failed"):
+            d["_reset_args"].update(zip(ids, args))
         try:
             self._launch(_OPS[kind], ids, args)
         except BaseException:
@@ -484,15 +507,67 @@ class AsyncEnvPool(BatchedEnvBase, metaclass=_AsyncMeta):
     def _absorb(self, harvested: list[tuple[int, int, Any]]) -> None:
         d = self.__dict__
         busy, finished, status = d["_busy"], d["_finished"], d["_status"]
+        restarting = d["_restarting"]
         for i, code, info in harvested:
+            if d.get("restart_failed"):
+                if code == W.STATUS_ERROR:  # restarted (reset relaunched), or raised past the limit
+                    op = W.OP_RESET if i in restarting else _OPS[busy[i]]
+                    self._on_failure(i, W.make_worker_error(i, self._pid(i), op, info))
+                    continue
+                if i in restarting:  # the new env's reset is done: end the episode
+                    restarting.discard(i)
+                    kind = busy[i]
+                    if kind != RESET:
+                        _end_episodes(self, [i])
+                        d["_flagged"].add(i)
+                    code = W.STATUS_ROOT_WRITTEN if kind == STEP_AND_MAYBE_RESET else W.STATUS_OK
             status[i] = (code, info)
             finished[busy[i]].append(i)
+
+    def _on_failure(self, i: int, err: W.WorkerError) -> None:
+        """Sub-env ``i`` died, hung or raised (``err``) during its command: replace it by a new
+        one from the same factory (``restart_failed=True``; else, or past ``max_restarts``,
+        ``err`` is raised) and start the new one's reset; when that is done its command counts
+        as finished, the episode ended as truncated (see :mod:`torchenv.batched._restart`)."""
+        d = self.__dict__
+        if not d.get("restart_failed"):
+            self._release(i)
+            raise err
+        cause = str(err).split("\n\nTraceback", 1)[0].split("\n", 1)[0]
+        try:
+            old_pid, restarts = self._replace(i, err)
+        except BaseException:
+            self._release(i)
+            raise
+        warn_restarted(self, [i], old_pid, cause, restarts, d["max_restarts"])
+        d["_restarting"].add(i)
+        d["_sent_at"][i] = time.monotonic()
+        self._launch(W.OP_RESET, [i], [d["_reset_args"].get(i, (None, {}))])
+
+    def _replace(self, i: int, err: W.WorkerError) -> tuple[int | None, int]:  # pragma: no cover
+        """Replace sub-env ``i`` (seeded as :func:`~torchenv.batched._restart.restart_seed`
+        says); returns the old worker's pid and its restart count. Raises ``err`` past
+        ``max_restarts``."""
+        raise NotImplementedError
+
+    def _flags(self, ids: list[int], flagged: bool) -> torch.Tensor:
+        """``(len(ids), *sub-batch, 1)`` bool: the ``"worker_restarted"`` entry of a recv."""
+        flags = torch.zeros((len(ids), *self._worker_batch[0], 1), dtype=torch.bool)
+        mine = self.__dict__["_flagged"]
+        if flagged and mine:
+            for row, i in enumerate(ids):
+                if i in mine:
+                    flags[row] = True
+                    mine.discard(i)
+        return flags
 
     def _release(self, i: int) -> tuple | None:
         d = self.__dict__
         d["_busy"].pop(i, None)
         d["_sent_at"].pop(i, None)
         d["_status"].pop(i, None)
+        d["_reset_args"].pop(i, None)
+        d["_restarting"].discard(i)
         return d["_sent"].pop(i, None)
 
     def _pid(self, i: int) -> int | None:
@@ -630,6 +705,8 @@ class AsyncEnvPool(BatchedEnvBase, metaclass=_AsyncMeta):
         """
         ids = self._collect(STEP, min_get, env_index, max_get, timeout)
         nxt = self._rows("next", ids)
+        if self.__dict__.get("restart_failed"):
+            nxt.set(RESTART_KEY, self._flags(ids, True))
         td = self._inputs(ids)
         for i in ids:
             self._release(i)
@@ -660,6 +737,9 @@ class AsyncEnvPool(BatchedEnvBase, metaclass=_AsyncMeta):
         nxt = self._rows("next", ids)
         td = self._inputs(ids)
         root = self._root_of(nxt, td, ids, written)
+        if self.__dict__.get("restart_failed"):
+            nxt.set(RESTART_KEY, self._flags(ids, True))
+            root.set(RESTART_KEY, self._flags(ids, False))
         for i in ids:
             self._release(i)
         nxt, root = self._cast(nxt), self._cast(root)
@@ -729,6 +809,8 @@ class AsyncEnvPool(BatchedEnvBase, metaclass=_AsyncMeta):
         as :meth:`async_step_recv`."""
         ids = self._collect(RESET, min_get, env_index, max_get, timeout)
         root = self._rows("root", ids)
+        if self.__dict__.get("restart_failed"):
+            root.set(RESTART_KEY, self._flags(ids, False))
         for i in ids:
             self._release(i)
         return self._tag(self._cast(root), ids)

@@ -25,6 +25,7 @@ from torchenv.batched import _worker as W
 from torchenv.batched._async_pool import _OPS, AsyncEnvPool
 from torchenv.batched._parallel import ParallelEnv
 from torchenv.batched._pool import _SLICE
+from torchenv.batched._restart import check_limit, restart_process, restart_seed
 
 __all__ = ["ProcessorAsyncEnvPool"]
 
@@ -92,7 +93,23 @@ class ProcessorAsyncEnvPool(AsyncEnvPool, ParallelEnv):
             gos[i]()
         if op == W.OP_RESET:
             for i, arg in zip(ids, args):
-                pool.conns[i].send(arg)
+                try:
+                    pool.conns[i].send(arg)
+                except (OSError, ValueError):  # dead: found (and restarted) by the wait
+                    if not self.__dict__.get("restart_failed"):
+                        raise
+
+    def _replace(self, i: int, err: W.WorkerError) -> tuple[int | None, int]:
+        pool = self.__dict__.get("_pool")  # (broken by this very failure: mended here)
+        if pool is None or pool.closed:
+            raise err
+        p = pool._owner[i]
+        check_limit(pool, p, err)
+        old_pid = restart_process(pool, p)
+        seed = restart_seed(self, i, pool._restarts[p])
+        if seed is not None:
+            pool.run(W.OP_SEED, [i], [(seed, False)], reply=True)
+        return old_pid, pool._restarts[p]
 
     def _harvest(self, wait: float | None, need: int = 1) -> list[tuple[int, int, Any]]:
         d = self.__dict__
@@ -135,12 +152,12 @@ class ProcessorAsyncEnvPool(AsyncEnvPool, ParallelEnv):
                     if done:
                         return done
                     continue
-                for i in pending:  # raises WorkerError for a dead or hung worker
+                for i in pending:  # a dead or hung worker: restarted, or WorkerError
+                    op = W.OP_RESET if i in d["_restarting"] else _OPS[busy[i]]
                     try:
-                        pool._check_alive(i, _OPS[busy[i]], sent_at[i])
-                    except W.WorkerError:
-                        self._release(i)
-                        raise
+                        pool._check_alive(i, op, sent_at[i])
+                    except W.WorkerError as err:
+                        self._on_failure(i, err)
         finally:
             while silent and left_sem.acquire(False):  # units no worker took
                 silent -= 1

@@ -33,7 +33,16 @@ import torch
 
 from torchenv.batched import _worker as W
 
-__all__ = ["RESTART_KEY", "WorkerRestartedWarning", "after_restart", "recover"]
+__all__ = [
+    "RESTART_KEY",
+    "WorkerRestartedWarning",
+    "after_restart",
+    "check_limit",
+    "recover",
+    "restart_process",
+    "restart_seed",
+    "warn_restarted",
+]
 
 RESTART_KEY = "worker_restarted"
 _SEED_STRIDE = 1_000_003  # seed of a restarted sub-env: its seed + stride * restarts
@@ -98,38 +107,76 @@ def recover(pool: Any, op: int, workers: Sequence[int], err: W.WorkerError) -> l
             else:
                 failed[p] = f"worker {i} raised an exception during {W.op_name(op)}"
     for p in failed:
-        if pool._restarts[p] >= pool.max_restarts:
-            pool.broken = str(err).split("\n", 1)[0]
-            err.args = (
-                f"{err.args[0]}\n(restart_failed: worker process {p} was already restarted "
-                f"{pool._restarts[p]} times, max_restarts={pool.max_restarts})",
-            )
-            raise err
+        check_limit(pool, p, err)
     restarted: dict[int, tuple[str, int | None]] = {}
     for p, cause in failed.items():
-        proc = state.procs[p]
-        old_pid = proc.pid
-        if proc.exitcode is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(proc.pid, signal.SIGKILL)
-        proc.join(5.0)
-        state.hung.discard(p)
-        with contextlib.suppress(OSError):
-            state.conns[p].close()
+        old_pid = restart_process(pool, p)
         for i in pool._members[p]:
-            ctl[2 * i] = ctl[2 * i + 1] = 0
-            pool._beat_seen.pop(i, None)
             restarted[i] = (cause.split("\n", 1)[0], old_pid)
-        with contextlib.suppress(ValueError):
-            proc.close()
-        pool._start_process(p)
-        pool._restarts[p] += 1
-    pool._index_processes()
-    pool.broken = None
     pool.restarted.update(restarted)
     return [
         i for i in workers if owner[i] not in failed and ctl[2 * i + 1] == W.STATUS_ROOT_WRITTEN
     ]
+
+
+def check_limit(pool: Any, p: int, err: W.WorkerError, what: str = "worker process") -> None:
+    """Raise ``err`` (noting the limit, the pool then unusable) if ``what`` ``p`` of ``pool``
+    (``_restarts`` per process, ``max_restarts``, ``broken``) was already restarted
+    ``max_restarts`` times."""
+    if pool._restarts[p] >= pool.max_restarts:
+        pool.broken = str(err).split("\n", 1)[0]
+        err.args = (
+            f"{err.args[0]}\n(restart_failed: {what} {p} was already restarted "
+            f"{pool._restarts[p]} times, max_restarts={pool.max_restarts})",
+        )
+        raise err
+
+
+def restart_process(pool: Any, p: int) -> int | None:
+    """Kill process ``p`` of ``pool`` if still alive and start a new one from the same
+    factories (its sub-envs' control slots cleared); returns the old pid."""
+    state, ctl = pool._state, pool.ctl
+    proc = state.procs[p]
+    old_pid = proc.pid
+    if proc.exitcode is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(proc.pid, signal.SIGKILL)
+    proc.join(5.0)
+    state.hung.discard(p)
+    with contextlib.suppress(OSError):
+        state.conns[p].close()
+    for i in pool._members[p]:
+        ctl[2 * i] = ctl[2 * i + 1] = 0
+        pool._beat_seen.pop(i, None)
+    with contextlib.suppress(ValueError):
+        proc.close()
+    pool._start_process(p)
+    pool._restarts[p] += 1
+    pool._index_processes()
+    pool.broken = None
+    return old_pid
+
+
+def warn_restarted(
+    env: Any, subs: Sequence[int], pid: int | None, cause: str, restarts: int, limit: int
+) -> None:
+    """The :class:`WorkerRestartedWarning` for sub-envs ``subs`` (one worker, ``pid``)."""
+    which = f"worker {subs[0]}" if len(subs) == 1 else f"workers {list(subs)} (one process)"
+    where = "" if pid is None else f" (pid {pid})"
+    warnings.warn(
+        f"{type(env).__name__}: {which}{where} failed: {cause}. Replaced by a new "
+        f"worker from the same factory (restart {restarts} of at most "
+        f"{limit}); its episode ends as truncated with "
+        f"('next', {RESTART_KEY!r}) set.",
+        WorkerRestartedWarning,
+        stacklevel=5,
+    )
+
+
+def restart_seed(env: Any, i: int, restarts: int) -> int | None:
+    """The seed of sub-env ``i`` restarted ``restarts`` times (``None``: it was never seeded)."""
+    seed = env.__dict__.get("_sub_seeds", {}).get(i)
+    return None if seed is None else seed + _SEED_STRIDE * restarts
 
 
 def after_restart(
@@ -142,7 +189,6 @@ def after_restart(
 ) -> Any:
     """Seed, reset and (for a step) end the episode of the sub-envs ``pool`` restarted."""
     d = env.__dict__
-    seeds = d.setdefault("_sub_seeds", {})
     flagged = d.setdefault("_restarted_rows", set())
     reset_args = dict(zip(workers, args)) if op == W.OP_RESET and args is not None else {}
     while pool.restarted:
@@ -153,20 +199,11 @@ def after_restart(
         for pid, subs in by_pid.items():
             p = pool._owner[subs[0]]
             cause = restarted[subs[0]][0]
-            which = f"worker {subs[0]}" if len(subs) == 1 else f"workers {subs} (one process)"
-            warnings.warn(
-                f"{type(env).__name__}: {which} (pid {pid}) failed: {cause}. Replaced by a new "
-                f"worker from the same factory (restart {pool._restarts[p]} of at most "
-                f"{pool.max_restarts}); its episode ends as truncated with "
-                f"('next', {RESTART_KEY!r}) set.",
-                WorkerRestartedWarning,
-                stacklevel=4,
-            )
+            warn_restarted(env, subs, pid, cause, pool._restarts[p], pool.max_restarts)
         subs = sorted(restarted)
         for i in subs:
-            if seeds.get(i) is not None:
-                p = pool._owner[i]
-                seed = seeds[i] + _SEED_STRIDE * pool._restarts[p]
+            seed = restart_seed(env, i, pool._restarts[pool._owner[i]])
+            if seed is not None:
                 pool.run(W.OP_SEED, [i], [(seed, False)], reply=True)
         pool.run(W.OP_RESET, subs, [reset_args.get(i, (None, {})) for i in subs])
         if op != W.OP_RESET:

@@ -20,6 +20,7 @@ from torchenv.envs._array import _nest
 from torchenv.spaces import gym_space_to_spec, make_obs_array_reader, make_reader, make_writer
 from torchenv.specs import Bounded, Categorical, Composite, Unbounded
 from torchenv_gym._backend import gym_backend, registered_ids
+from torchenv_gym._mujoco_warnings import mujoco_warnings_once
 from torchenv_gym._vector import VectorAdapter, is_vector_env
 from torchenv_gym._versions import GymApi
 
@@ -350,12 +351,13 @@ class GymEnv(GymWrapper):
         backend = gym_backend()
         api = GymApi.of(backend)
         make_kwargs = api.render_kwargs(wrapper_kwargs.get("from_pixels", False)) | kwargs
-        if num_envs:
-            env = api.make_vec(backend, env_name, num_envs, mode, make_kwargs)
-        else:
-            if mode is not None:
-                raise ValueError("vectorization_mode needs num_envs > 0.")
-            env = backend.make(env_name, **make_kwargs)
+        if mode is not None and not num_envs:
+            raise ValueError("vectorization_mode needs num_envs > 0.")
+        with mujoco_warnings_once(backend, env_name):
+            if num_envs:
+                env = api.make_vec(backend, env_name, num_envs, mode, make_kwargs)
+            else:
+                env = backend.make(env_name, **make_kwargs)
         super().__init__(env, **wrapper_kwargs)
         self._env_name = env_name
         self._constructor_kwargs = {"env_name": env_name, "num_envs": num_envs, **kwargs}

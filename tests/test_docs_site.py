@@ -44,6 +44,40 @@ def test_site_builds_in_strict_mode(tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
     assert "WARNING" not in result.stderr, result.stderr
     assert (tmp_path / "site" / "api" / "specs" / "index.html").exists()
+    for plugin in _PLUGINS:  # each public name of each plugin is rendered (not just the module)
+        html = (tmp_path / "site" / "api" / f"torchenv_{plugin}" / "index.html").read_text()
+        for name in _plugin_exports(plugin):
+            assert f'id="torchenv_{plugin}.{name}"' in html, (plugin, name)
+
+
+_PLUGINS = sorted(p.parent.name for p in (ROOT / "plugins").glob("*/pyproject.toml"))
+
+
+def _plugin_exports(plugin: str) -> list[str]:
+    """The names of ``torchenv_<plugin>.__all__``, read from the source (no simulator import)."""
+    import ast
+
+    init = ROOT / "plugins" / plugin / "src" / f"torchenv_{plugin}" / "__init__.py"
+    for node in ast.parse(init.read_text()).body:
+        if isinstance(node, ast.AnnAssign) and getattr(node.target, "id", "") == "_EXPORTS":
+            return sorted(ast.literal_eval(node.value))
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "__all__":
+            return sorted(ast.literal_eval(node.value))
+    raise AssertionError(f"{init} has neither _EXPORTS nor a literal __all__")
+
+
+@pytest.mark.parametrize("plugin", _PLUGINS)
+def test_every_plugin_has_an_api_page_listing_its_public_names(plugin):
+    """A plugin's names are lazy (``__getattr__``): griffe only documents what the page lists."""
+    page = ROOT / "docs" / "api" / f"torchenv_{plugin}.md"
+    assert page.exists(), f"no API reference page for torchenv_{plugin}"
+    listed = re.findall(rf"^::: torchenv_{plugin}\.(\w+)$", page.read_text(), re.MULTILINE)
+    assert sorted(listed) == _plugin_exports(plugin)
+    config = yaml.safe_load((ROOT / "mkdocs.yml").read_text())
+    mkdocstrings = next(p["mkdocstrings"] for p in config["plugins"] if "mkdocstrings" in p)
+    handler = mkdocstrings["handlers"]["python"]
+    assert f"plugins/{plugin}/src" in handler["paths"]
+    assert f"api/torchenv_{plugin}.md" in _nav_pages(config["nav"])
 
 
 def _unfenced_doctest_lines(text: str) -> list[int]:

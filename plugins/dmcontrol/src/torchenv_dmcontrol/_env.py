@@ -270,8 +270,14 @@ class DMControlEnv(DMControlWrapper):
         task_name: the task (``"run"``).
 
     Keyword Args:
-        from_pixels, pixels_only, camera_id, render_kwargs, frame_skip, device,
-        categorical_action_encoding, allow_done_after_reset: as :class:`DMControlWrapper`.
+        from_pixels: as :class:`DMControlWrapper`.
+        pixels_only: as :class:`DMControlWrapper`.
+        camera_id: as :class:`DMControlWrapper`.
+        render_kwargs: as :class:`DMControlWrapper`.
+        frame_skip: as :class:`DMControlWrapper`.
+        device: as :class:`DMControlWrapper`.
+        categorical_action_encoding: as :class:`DMControlWrapper`.
+        allow_done_after_reset: as :class:`DMControlWrapper`.
         environment_kwargs: keywords of the control ``Environment`` (``flat_observation``, ...).
         **task_kwargs: keywords of the task (``time_limit``, ``random``, ...), passed to
             ``suite.load(..., task_kwargs=...)``.

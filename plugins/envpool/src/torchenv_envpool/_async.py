@@ -38,7 +38,10 @@ class AsyncEnvPoolEnv(MultiThreadedEnvWrapper):
         num_envs: envs in the pool.
         batch_size: envs per step (``<= num_envs``).
         create_env_kwargs: envpool options (``seed``, ``num_threads``, ...).
-        categorical_action_encoding, device: as for :class:`MultiThreadedEnvWrapper`.
+
+    Keyword Args:
+        categorical_action_encoding (bool): as for :class:`MultiThreadedEnvWrapper`.
+        device (torch.device): as for :class:`MultiThreadedEnvWrapper`.
 
     >>> env = AsyncEnvPoolEnv("CartPole-v1", num_envs=6, batch_size=2, create_env_kwargs={"seed": 0})
     >>> td = env.rollout(4)

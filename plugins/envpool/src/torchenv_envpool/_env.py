@@ -57,7 +57,10 @@ class MultiThreadedEnvWrapper(ArrayEnv):
         disable_env_checker: accepted for TorchRL compatibility (there is no checker).
         frame_skip: only ``None`` or 1: envpool repeats actions itself
             (``create_env_kwargs={"frame_skip": k}`` for Atari and MuJoCo tasks).
-        device, allow_done_after_reset: as for any env.
+
+    Keyword Args:
+        device (torch.device): as for any env.
+        allow_done_after_reset (bool): as for any env.
 
     >>> import envpool
     >>> pool = envpool.make("CartPole-v1", env_type="gymnasium", num_envs=4, seed=0)

@@ -146,7 +146,10 @@ class BraxEnv(BraxWrapper):
         env_name: a name of Brax's registry (``"ant"``, ``"halfcheetah"``, ``"fast"``...).
         batch_size: the sub-envs' batch shape; ``torchenv.make("brax:ant", num_envs=N)`` gives
             ``(N,)``.
-        requires_grad, max_episode_steps, seed, device: see :class:`BraxWrapper`.
+        requires_grad: see :class:`BraxWrapper`.
+        max_episode_steps: see :class:`BraxWrapper`.
+        seed: see :class:`BraxWrapper`.
+        device: see :class:`BraxWrapper`.
         **kwargs: Brax's own arguments (``backend="positional"``, ...), passed to
             ``brax.envs.get_environment``.
 

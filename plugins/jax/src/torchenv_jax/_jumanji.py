@@ -164,7 +164,10 @@ class JumanjiEnv(JumanjiWrapper):
         env_name: an id of Jumanji's registry (``"Snake-v1"``, ``"Game2048-v1"``...).
         batch_size: the sub-envs' batch shape; ``torchenv.make("jumanji:Snake-v1", num_envs=N)``
             gives ``(N,)``.
-        categorical_action_encoding, max_episode_steps, seed, device: see :class:`JumanjiWrapper`.
+        categorical_action_encoding: see :class:`JumanjiWrapper`.
+        max_episode_steps: see :class:`JumanjiWrapper`.
+        seed: see :class:`JumanjiWrapper`.
+        device: see :class:`JumanjiWrapper`.
         from_pixels: not supported (raises).
         **kwargs: the env's own arguments, passed to ``jumanji.make``.
 

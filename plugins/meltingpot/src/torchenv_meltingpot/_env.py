@@ -247,8 +247,10 @@ class MeltingpotEnv(MeltingpotWrapper):
             (``meltingpot.substrate.get_config(name)``, possibly customised).
         roles: one role per player (default: the substrate's ``default_player_roles``); their
             number is the number of players.
-        max_steps, categorical_actions, group_map, from_pixels: see
-            :class:`MeltingpotWrapper`.
+        max_steps: see :class:`MeltingpotWrapper`.
+        categorical_actions: see :class:`MeltingpotWrapper`.
+        group_map: see :class:`MeltingpotWrapper`.
+        from_pixels: see :class:`MeltingpotWrapper`.
         **kwargs: :class:`~torchenv.envs.EnvBase` arguments (``device``, ...).
 
     :meth:`set_seed` rebuilds the substrate with the seed (Melting Pot seeds its world when it

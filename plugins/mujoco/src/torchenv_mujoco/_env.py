@@ -86,7 +86,10 @@ class MujocoEnv(ArrayEnv):
             through ``sim.field(name)`` (models only; bound once, before the first step).
         max_episode_steps: truncation (``"truncated"``) after this many steps; default: the task's
             (1000, Reacher 50), none for a model.
-        device, batch_size: as for any env (``batch_size`` must be ``(num_envs,)`` if given).
+
+    Keyword Args:
+        device (torch.device): as for any env.
+        batch_size (torch.Size): as for any env; must be ``(num_envs,)`` if given.
 
     >>> env = MujocoEnv("HalfCheetah", num_envs=4, num_threads=1)
     >>> env.rollout(3)["next", "observation"].shape

@@ -74,9 +74,9 @@ class OpenSpielWrapper(EnvBase):
             default: the env's generator (seeded by ``set_seed``).
         **kwargs: :class:`~torchenv.envs.EnvBase` arguments (``device``, ...).
 
-    Attributes:
-        group_map, agent_names, num_players, categorical_actions, return_state, parallel
-        (the game has simultaneous moves), game, game_state, available_envs.
+    Its attributes: ``group_map``, ``agent_names``, ``num_players``, ``categorical_actions``,
+    ``return_state``, ``parallel`` (the game has simultaneous moves), ``game``, ``game_state``,
+    ``available_envs``.
 
     >>> import pyspiel
     >>> env = OpenSpielWrapper(pyspiel.load_game("tic_tac_toe"), categorical_actions=True)
@@ -435,8 +435,10 @@ class OpenSpielEnv(OpenSpielWrapper):
         game_string: the game's short name (``"kuhn_poker"``) or an OpenSpiel game string with
             parameters (``"kuhn_poker(players=3)"``); ``OpenSpielEnv.available_envs`` lists the
             names.
-        group_map, categorical_actions, return_state, chance_sampler: see
-            :class:`OpenSpielWrapper`.
+        group_map: see :class:`OpenSpielWrapper`.
+        categorical_actions: see :class:`OpenSpielWrapper`.
+        return_state: see :class:`OpenSpielWrapper`.
+        chance_sampler: see :class:`OpenSpielWrapper`.
         parameters: the game's parameters as a dict (``{"players": 3}``), instead of in the
             game string.
         **kwargs: :class:`~torchenv.envs.EnvBase` arguments (``device``, ...).

@@ -80,9 +80,9 @@ class PettingZooWrapper(EnvBase):
             are (``False``). Default: ``True`` for parallel envs, ``False`` for AEC envs.
         **kwargs: :class:`~torchenv.envs.EnvBase` arguments (``device``, ...).
 
-    Attributes:
-        group_map, parallel, use_mask, return_state, done_on_any, categorical_actions, seed,
-        has_action_mask (group -> bool), possible_agents, agents, agent_selection (AEC).
+    Its attributes: ``group_map``, ``parallel``, ``use_mask``, ``return_state``,
+    ``done_on_any``, ``categorical_actions``, ``seed``, ``has_action_mask`` (group -> bool),
+    ``possible_agents``, ``agents``, ``agent_selection`` (AEC).
 
     >>> from pettingzoo.classic import tictactoe_v3
     >>> env = PettingZooWrapper(tictactoe_v3.env(), use_mask=True, seed=0)
@@ -411,8 +411,12 @@ class PettingZooEnv(PettingZooWrapper):
         task: ``"family/task_vN"`` (``"mpe/simple_spread_v3"``), ``"task_vN"``, or unversioned
             (the newest version). ``torchenv.list_envs("pettingzoo")`` lists them.
         parallel: the parallel API (``parallel_env``) or the AEC one (``env``).
-        return_state, group_map, use_mask, categorical_actions, seed, done_on_any: see
-            :class:`PettingZooWrapper`.
+        return_state: see :class:`PettingZooWrapper`.
+        group_map: see :class:`PettingZooWrapper`.
+        use_mask: see :class:`PettingZooWrapper`.
+        categorical_actions: see :class:`PettingZooWrapper`.
+        seed: see :class:`PettingZooWrapper`.
+        done_on_any: see :class:`PettingZooWrapper`.
         **kwargs: the task's own arguments (``N=3``, ``max_cycles=25``, ``continuous_actions``,
             ...) and :class:`~torchenv.envs.EnvBase` arguments (``device``, ...).
 

@@ -43,9 +43,9 @@ class VmasWrapper(EnvBase):
             ``"agents"``; ``adversary_0``, ``agent_0`` -> groups ``"adversary"`` and ``"agent"``).
         device: must match the VMAS env's device if given.
 
-    Attributes:
-        group_map: the resolved group map. ``agent_names``, ``n_agents``, ``num_envs``,
-        ``scenario`` (the VMAS scenario object), ``het_specs_map`` (group -> lazily stacked).
+    Its attributes: ``group_map`` (the resolved group map), ``agent_names``, ``n_agents``,
+    ``num_envs``, ``scenario`` (the VMAS scenario object), ``het_specs_map`` (group -> lazily
+    stacked).
 
     >>> import vmas
     >>> env = VmasWrapper(vmas.make_env("balance", num_envs=4, seed=0, terminated_truncated=True))

@@ -101,13 +101,13 @@ class AsyncEnvPool(BatchedEnvBase, metaclass=_AsyncMeta):
         recv_size: default ``min_get`` and ``max_get`` of every ``recv``: each returns exactly
             the first ``recv_size`` sub-envs to finish. Default: ``min_get=1`` and no
             ``max_get`` (every finished sub-env), as in TorchRL.
-        restart_failed: replace a sub-env whose worker dies, hangs or raises during a
+        restart_failed (bool): replace a sub-env whose worker dies, hangs or raises during a
             command by a new one from the same factory (processes: a new worker process;
             threads: the env built again, after an exception only), with a
             :class:`~torchenv.batched.WorkerRestartedWarning`; the ``recv`` that collects it
             returns its episode ended as truncated, ``("next", "worker_restarted")`` true (an
             observation entry, false otherwise). As ``ParallelEnv``'s. Default ``False``.
-        max_restarts: restarts allowed per sub-env before the error is raised as without
+        max_restarts (int): restarts allowed per sub-env before the error is raised as without
             ``restart_failed``. Default 10.
         **kwargs: the other arguments of :class:`~torchenv.batched.ParallelEnv` (``device``,
             ``timeout``, ``mp_start_method``, ``num_sub_threads``...).

@@ -331,9 +331,11 @@ class GymEnv(GymWrapper):
 
     Args:
         env_name: the registered id, e.g. ``"CartPole-v1"``.
-        num_envs: with gymnasium, build a vector env of this many copies, exposed as one env with
-            ``batch_size=[num_envs]`` (default ``0``: a single env).
-        vectorization_mode: gymnasium's ``"sync"`` (default), ``"async"`` or
+
+    Keyword Args:
+        num_envs (int): with gymnasium, build a vector env of this many copies, exposed as one
+            env with ``batch_size=[num_envs]`` (default ``0``: a single env).
+        vectorization_mode (str): gymnasium's ``"sync"`` (default), ``"async"`` or
             ``"vector_entry_point"`` (the env's own batched implementation, e.g. CartPole's).
         **kwargs: the :class:`GymWrapper` arguments; every other keyword goes to ``make``.
 

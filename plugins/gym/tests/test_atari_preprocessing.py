@@ -39,14 +39,14 @@ def dqn_nature_env(game: str = "ALE/Breakout-v5") -> TransformedEnv:
         base,
         Compose(
             NoopResetEnv(noops=30),  # up to 30 random no-ops after each reset
-            TimeMaxPool(in_keys=["observation"], T=2),  # max over the last two frames...
+            TimeMaxPool(in_keys=["pixels"], T=2),  # max over the last two frames...
             FrameSkipTransform(4),  # ...of the 4 each action is repeated for (rewards summed)
             EndOfLifeTransform(),  # "end-of-life": a life lost (or the game over)
             SignTransform(in_keys=["reward"]),  # rewards clipped to their sign
-            ToTensorImage(in_keys=["observation"]),  # HWC uint8 -> CHW float in [0, 1]
-            GrayScale(in_keys=["observation"]),
-            Resize(84, 84, in_keys=["observation"]),
-            CatFrames(N=4, dim=-3, in_keys=["observation"]),  # the last 4 frames
+            ToTensorImage(in_keys=["pixels"]),  # HWC uint8 -> CHW float in [0, 1]
+            GrayScale(in_keys=["pixels"]),
+            Resize(84, 84, in_keys=["pixels"]),
+            CatFrames(N=4, dim=-3, in_keys=["pixels"]),  # the last 4 frames
         ),
     )
 
@@ -66,11 +66,11 @@ def _frame_number(env) -> int:
 def test_observation_is_a_stack_of_four_84x84_gray_frames():
     env = dqn_nature_env()
     try:
-        spec = env.observation_spec["observation"]
+        spec = env.observation_spec["pixels"]
         assert tuple(spec.shape) == (4, 84, 84) and spec.dtype == torch.float32
         env.set_seed(0)
         td = env.rollout(6, policy=lambda td: td.set("action", _one_hot(FIRE)))
-        obs = td["next", "observation"]
+        obs = td["next", "pixels"]
         assert tuple(obs.shape) == (6, 4, 84, 84)
         assert obs.min() >= 0 and obs.max() <= 1 and obs.std() > 0
         # a stack: each step drops the oldest frame and appends the new one

@@ -217,11 +217,14 @@ def make_array_reader(
     return None
 
 
-def make_obs_array_reader(space: Any, spec: Composite, batch: tuple[int, ...] = ()) -> Any:
+def make_obs_array_reader(
+    space: Any, spec: Composite, batch: tuple[int, ...] = (), name: str = "observation"
+) -> Any:
     """Build ``read(obs) -> {key: array}`` for the env's observation Composite, or ``None``.
 
-    ``spec`` holds one ``"observation"`` entry for a plain space, one entry per key for a
-    ``Dict`` space of plain spaces (a ``"state"`` key may have been renamed ``"observation"``).
+    ``spec`` holds one ``name`` entry for a plain space (``"observation"``, or e.g.
+    ``"pixels"`` for frames), one entry per key for a ``Dict`` space of plain spaces (a
+    ``"state"`` key may have been renamed ``"observation"``).
     """
     if _kind(space) == "Dict":
         readers = []
@@ -235,13 +238,13 @@ def make_obs_array_reader(space: Any, spec: Composite, batch: tuple[int, ...] = 
                 return None
             readers.append((key, name, read))
         return lambda obs: {name: read(obs[key]) for key, name, read in readers}
-    leaf = spec.get("observation", None)
+    leaf = spec.get(name, None)
     if leaf is None or isinstance(leaf, Composite):
         return None
     read = make_array_reader(space, leaf, batch)
     if read is None:
         return None
-    return lambda obs: {"observation": read(obs)}
+    return lambda obs: {name: read(obs)}
 
 
 # ---------------------------------------------------------------------------------------- writers

@@ -19,7 +19,12 @@ from torchenv.envs import ArrayEnv
 from torchenv.envs._array import _nest
 from torchenv.spaces import gym_space_to_spec, make_obs_array_reader, make_reader, make_writer
 from torchenv.specs import Bounded, Categorical, Composite, Unbounded
-from torchenv_gym._backend import gym_backend, registered_ids
+from torchenv_gym._backend import (
+    EXTERNAL_ENVS,
+    gym_backend,
+    register_external_envs,
+    registered_ids,
+)
 from torchenv_gym._mujoco_warnings import mujoco_warnings_once
 from torchenv_gym._vector import VectorAdapter, is_vector_env
 from torchenv_gym._versions import GymApi
@@ -51,6 +56,14 @@ class _classproperty:
 
     def __get__(self, obj: Any, owner: type) -> Any:
         return self.fget(owner)
+
+
+def is_image_space(space: Any) -> bool:
+    """Whether ``space`` holds RGB frames: a ``Box`` of ``H x W x 3`` bounded by 0 and 255 (the
+    rule TorchRL's gym wrappers use to name the observation ``"pixels"``)."""
+    if type(space).__name__ != "Box" or len(space.shape) != 3 or space.shape[-1] != 3:
+        return False
+    return bool((np.asarray(space.low) == 0).all() and (np.asarray(space.high) == 255).all())
 
 
 class GymWrapper(ArrayEnv):
@@ -124,7 +137,10 @@ class GymWrapper(ArrayEnv):
         self._api = GymApi.for_env(env)
         self.lib = self._api.module
         self._categorical_action_encoding = categorical_action_encoding
-        self.from_pixels = from_pixels
+        # frames as the observation (ALE's RGB screens): named "pixels", as TorchRL names them
+        obs_space = env.single_observation_space if vector else env.observation_space
+        self._obs_key = "pixels" if is_image_space(obs_space) else "observation"
+        self.from_pixels = from_pixels or self._obs_key == "pixels"
         self.pixels_only = pixels_only
         self.frame_skip = frame_skip or 1
         self._bs = torch.Size(env_batch)
@@ -153,8 +169,8 @@ class GymWrapper(ArrayEnv):
         if isinstance(obs_spec, Composite):
             obs_entries = {k: obs_spec[k] for k in obs_spec}
         else:
-            obs_entries = {"observation": obs_spec}
-        if self.from_pixels:
+            obs_entries = {self._obs_key: obs_spec}
+        if self.from_pixels and self._obs_key != "pixels":
             frame = self._first_frame()
             pixels = Bounded(0, 255, frame.shape, dtype=torch.uint8, device=device)
             obs_entries = {"pixels": pixels} | ({} if self.pixels_only else obs_entries)
@@ -179,19 +195,21 @@ class GymWrapper(ArrayEnv):
         self._tensor_action = not batch and type(act_space).__name__ == "Discrete"
         # observations: numpy arrays (zero-copy on the TensorDict path, copied into the caller's
         # arrays on the direct path) where the spaces allow it, else tensors
-        arrays = make_obs_array_reader(obs_space, self.observation_spec, batch)
+        rendered = self.from_pixels and self._obs_key != "pixels"
+        arrays = make_obs_array_reader(obs_space, self.observation_spec, batch, self._obs_key)
         read = make_reader(obs_space, obs_spec, batch)
-        self._array_obs = arrays is not None and not self.from_pixels
-        if self.pixels_only and self.from_pixels:
+        self._array_obs = arrays is not None and not rendered
+        key = self._obs_key
+        if self.pixels_only and rendered:
             state = None
         elif arrays is not None:
             state = arrays
         elif isinstance(obs_spec, Composite):
             state = lambda obs: _flatten(read(obs))  # noqa: E731
         else:
-            state = lambda obs: {"observation": read(obs)}  # noqa: E731
+            state = lambda obs: {key: read(obs)}  # noqa: E731
         self._tensor_read = read
-        if self.from_pixels:
+        if rendered:
             render, env = self._api.render_env, self._env
 
             def read_obs(obs: Any) -> dict:
@@ -277,7 +295,7 @@ class GymWrapper(ArrayEnv):
     def read_obs(self, observation: Any) -> dict:
         """Convert a raw observation of the simulator to a dict of tensors (TorchRL's name)."""
         read = self._tensor_read(observation)
-        return read if isinstance(read, dict) else {"observation": read}
+        return read if isinstance(read, dict) else {self._obs_key: read}
 
     def read_action(self, action: Any) -> Any:
         """Convert an action tensor (or TensorDict) to what ``env.step`` expects (TorchRL's name)."""
@@ -351,6 +369,8 @@ class GymEnv(GymWrapper):
         num_envs = int(kwargs.pop("num_envs", 0) or 0)
         mode = kwargs.pop("vectorization_mode", None)
         backend = gym_backend()
+        if env_name.startswith(tuple(EXTERNAL_ENVS)):  # e.g. ALE/: ale_py registers on import
+            register_external_envs(backend)
         api = GymApi.of(backend)
         make_kwargs = api.render_kwargs(wrapper_kwargs.get("from_pixels", False)) | kwargs
         if mode is not None and not num_envs:

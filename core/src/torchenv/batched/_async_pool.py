@@ -221,6 +221,7 @@ class AsyncEnvPool(BatchedEnvBase, metaclass=_AsyncMeta):
         d["_restarting"] = set()  # restarted sub-envs whose reset (of the new env) is in flight
         d["_flagged"] = set()  # finished sub-envs whose command ended with a restart
         d.setdefault("_index_cache", {})
+        d.setdefault("_index_ids", {})  # id(cached index tensor) -> (tensor, ids)
         d["_cache"].pop("async_in_writers", None)  # buffer views: rebuilt after a restart
 
     @property
@@ -281,6 +282,9 @@ class AsyncEnvPool(BatchedEnvBase, metaclass=_AsyncMeta):
                     f"{ENV_INDEX_KEY!r} entry of the tensordict (as async_*_recv returns it)."
                 )
             env_index = value
+            known = self.__dict__["_index_ids"].get(id(value))
+            if known is not None and known[0] is value:  # a tag of ours, as recv returned it
+                return list(known[1])
         if isinstance(env_index, torch.Tensor):
             if env_index.ndim == 1 and not env_index.is_floating_point():  # as recv tags them
                 ids = env_index.tolist()
@@ -410,7 +414,7 @@ class AsyncEnvPool(BatchedEnvBase, metaclass=_AsyncMeta):
 
     def _write_rows(self, tensordict: TensorDictBase, ids: list[int]) -> None:
         group = self._groups["in"]
-        with torch.no_grad():
+        with _NoGrad():
             if group.dense:
                 idx = self._index(ids)
                 for get, block in self._cached("async_in_writers", self._in_writers):
@@ -418,7 +422,9 @@ class AsyncEnvPool(BatchedEnvBase, metaclass=_AsyncMeta):
                     if value is not None:
                         if value.dtype != block.dtype or value.device != block.device:
                             value = value.to(block.device, block.dtype)
-                        block.index_copy_(0, idx, value.reshape(len(ids), *block.shape[1:]))
+                        if value.shape[1:] != block.shape[1:]:
+                            value = value.reshape(len(ids), *block.shape[1:])
+                        block.index_copy_(0, idx, value)
             else:
                 for row, i in enumerate(ids):
                     write_row(group.writers[i], tensordict[row])
@@ -570,6 +576,20 @@ class AsyncEnvPool(BatchedEnvBase, metaclass=_AsyncMeta):
         d["_restarting"].discard(i)
         return d["_sent"].pop(i, None)
 
+    def _release_all(self, ids: list[int]) -> None:
+        """:meth:`_release` of each of ``ids`` (received)."""
+        d = self.__dict__
+        busy, sent_at, status, sent = d["_busy"], d["_sent_at"], d["_status"], d["_sent"]
+        reset_args, restarting = d["_reset_args"], d["_restarting"]
+        for i in ids:
+            del busy[i], status[i]
+            sent_at.pop(i, None)
+            sent.pop(i, None)
+        if reset_args or restarting:
+            for i in ids:
+                reset_args.pop(i, None)
+                restarting.discard(i)
+
     def _pid(self, i: int) -> int | None:
         return None
 
@@ -589,11 +609,13 @@ class AsyncEnvPool(BatchedEnvBase, metaclass=_AsyncMeta):
         store, n = d["_store"], self.num_workers
         idx = self._index(ids)
         names = []
-        with torch.no_grad():
+        with _NoGrad():
             for name, value in data.items():
                 if name == ENV_INDEX_KEY:
                     continue
-                if not isinstance(value, torch.Tensor) or isinstance(value, TensorDictBase):
+                if type(value) is not torch.Tensor and (
+                    not isinstance(value, torch.Tensor) or isinstance(value, TensorDictBase)
+                ):
                     return None
                 block = store.get(name)
                 if (
@@ -618,7 +640,7 @@ class AsyncEnvPool(BatchedEnvBase, metaclass=_AsyncMeta):
         sig = sent[ids[0]][2]
         if sig is not None and sig[0] == d["_store_gen"] and all(sent[i][2] == sig for i in ids):
             idx, store = self._index(ids), d["_store"]
-            data = {name: store[name][idx] for name in sig[1]}
+            data = {name: store[name].index_select(0, idx) for name in sig[1]}
             return TensorDict._new_unsafe(data, batch, nested=False)
         parts: list = []  # [tensordict, [rows]] in order of ids
         for i in ids:
@@ -649,13 +671,16 @@ class AsyncEnvPool(BatchedEnvBase, metaclass=_AsyncMeta):
 
     def _index(self, ids: Sequence[int]) -> torch.Tensor:
         """``ids`` as a long tensor, cached (building it costs more than indexing with it)."""
-        cache = self.__dict__["_index_cache"]
+        d = self.__dict__
+        cache = d["_index_cache"]
         key = tuple(ids)
         idx = cache.get(key)
         if idx is None:
             if len(cache) > 4096:
                 cache.clear()
+                d["_index_ids"].clear()
             idx = cache[key] = torch.as_tensor(key, dtype=torch.long)
+            d["_index_ids"][id(idx)] = (idx, key)
         return idx
 
     def _tag(self, td: TensorDictBase, ids: list[int]) -> TensorDictBase:
@@ -670,8 +695,14 @@ class AsyncEnvPool(BatchedEnvBase, metaclass=_AsyncMeta):
         return td
 
     def _rows(self, group: str, ids: list[int]) -> TensorDictBase:
+        g = self._groups[group]
         batch = torch.Size([len(ids), *self._worker_batch[0]])
-        return self._groups[group].snapshot(batch, self._worker_batch, ids)
+        flat = g._flat_blocks
+        if flat is not None:  # the common case: one index_select per key (cached index)
+            idx = self._index(ids)
+            data = {name: block.index_select(0, idx) for name, block in flat}
+            return TensorDict._new_unsafe(data, batch, nested=False)
+        return g.snapshot(batch, self._worker_batch, ids)
 
     # ------------------------------------------------------------------ public API
     def async_step_send(
@@ -708,8 +739,7 @@ class AsyncEnvPool(BatchedEnvBase, metaclass=_AsyncMeta):
         if self.__dict__.get("restart_failed"):
             nxt.set(RESTART_KEY, self._flags(ids, True))
         td = self._inputs(ids)
-        for i in ids:
-            self._release(i)
+        self._release_all(ids)
         _set_next(td, self._cast(self._tag(nxt, ids)))
         return self._tag(td, ids)
 
@@ -740,8 +770,7 @@ class AsyncEnvPool(BatchedEnvBase, metaclass=_AsyncMeta):
         if self.__dict__.get("restart_failed"):
             nxt.set(RESTART_KEY, self._flags(ids, True))
             root.set(RESTART_KEY, self._flags(ids, False))
-        for i in ids:
-            self._release(i)
+        self._release_all(ids)
         nxt, root = self._cast(nxt), self._cast(root)
         _set_next(td, self._tag(nxt, ids))
         extra = [k for k in self._extra_root_keys(td) if k != ENV_INDEX_KEY]
@@ -770,19 +799,35 @@ class AsyncEnvPool(BatchedEnvBase, metaclass=_AsyncMeta):
                                 sub.set(key, value.clone())
             return root
         batch = torch.Size([len(ids), *self._worker_batch[0]])
-        pos = self._index(written)
-        wid = self._index([ids[r] for r in written])
+        flat = group._flat_blocks
+        if (
+            not written and flat is not None and type(nxt) is TensorDict and type(td) is TensorDict
+        ):  # no reset (the usual step): the step's outputs, and the states carried
+            nd, tdd = nxt._tensordict, td._tensordict
+            data = {}
+            for name, _ in flat:
+                value = nd.get(name)
+                if value is None:
+                    value = tdd.get(name)
+                if value is None or type(value) is not torch.Tensor:
+                    break
+                data[name] = value
+            else:
+                return TensorDict._new_unsafe(data, batch, nested=False)
+        every = len(written) == len(ids)
+        if written and not every:
+            pos = self._index(written)
+            wid = self._index([ids[r] for r in written])
         pairs = []
         for key, block in group.blocks:
             value = nxt.get(key, None)
             if value is None:
                 value = td.get(key, None)
-            if value is None:
-                value = block[self._index(ids)]
+            if value is None or (every and value.dtype == block.dtype):
+                value = block.index_select(0, self._index(ids))  # every row reset (or none)
             elif written:
                 value = value.clone()
-            if written:
-                value[pos] = block[wid]
+                value[pos] = block.index_select(0, wid)
             pairs.append((key, value))
         return build_td(pairs, batch)
 
@@ -811,8 +856,7 @@ class AsyncEnvPool(BatchedEnvBase, metaclass=_AsyncMeta):
         root = self._rows("root", ids)
         if self.__dict__.get("restart_failed"):
             root.set(RESTART_KEY, self._flags(ids, False))
-        for i in ids:
-            self._release(i)
+        self._release_all(ids)
         return self._tag(self._cast(root), ids)
 
     def __repr__(self) -> str:
@@ -820,6 +864,22 @@ class AsyncEnvPool(BatchedEnvBase, metaclass=_AsyncMeta):
             f"{type(self).__name__}(num_envs={self.num_workers}, backend={self.backend!r}, "
             f"recv_size={self.recv_size}, batch_size={self.batch_size},\n    env={self._env_str})"
         )
+
+
+class _NoGrad:
+    """``torch.no_grad()`` at a fraction of its cost when gradients are already off (the
+    usual case in a collection loop): the state is only touched when it is on."""
+
+    __slots__ = ("enabled",)
+
+    def __enter__(self) -> None:
+        self.enabled = torch.is_grad_enabled()
+        if self.enabled:
+            torch._C._set_grad_enabled(False)
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.enabled:
+            torch._C._set_grad_enabled(True)
 
 
 def _is_tensor(cls: type) -> bool:

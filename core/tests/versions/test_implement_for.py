@@ -330,3 +330,26 @@ def test_module_level_dispatcher_pickles_by_name():
         assert pickle.loads(pickle.dumps(probe)) is probe
     finally:
         del module._probe_for_pickle
+
+
+def test_each_definition_is_its_own_object_for_decorators_above_it():
+    # TorchRL's tests put pytest.mark.parametrize above each @implement_for definition of one
+    # name; on a single shared object the marks piled up ("duplicate parametrization")
+    @pytest.mark.parametrize("order", ["old"])
+    @implement_for("packaging", None, "1.0")
+    def spec_cast(order):
+        return "old"
+
+    first = spec_cast
+
+    @pytest.mark.parametrize("order", ["new"])
+    @implement_for("packaging", "1.0")
+    def spec_cast(order):
+        return "new"
+
+    assert [m.args for m in spec_cast.pytestmark] == [("order", ["new"])]
+    assert [m.args for m in first.pytestmark] == [("order", ["old"])]
+    assert first("x") == spec_cast("x") == "new"  # one name, one choice
+    assert (
+        first.implementations == spec_cast.implementations == ("packaging <1.0", "packaging >=1.0")
+    )

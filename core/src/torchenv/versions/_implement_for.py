@@ -232,6 +232,38 @@ class VersionDispatcher:
         return f"<implement_for {'.'.join(self._key)}: {'; '.join(self.implementations)}>"
 
 
+class _Definition(VersionDispatcher):
+    """What one ``@implement_for`` decoration returns: the name's shared dispatcher under this
+    definition's own function attributes (``__name__``, ``__doc__``, pytest marks...).
+
+    Each ``def`` gives its own function object, so decorators applied above one definition (e.g.
+    ``pytest.mark.parametrize``) must not pile up on the others of the same name, as they would
+    on one shared object. Calls, binding, :meth:`register` and the cached choice are the
+    shared dispatcher's.
+    """
+
+    def __init__(self, shared: VersionDispatcher, fn: Callable[..., Any]) -> None:
+        self.__dict__["_shared"] = shared
+        update_wrapper(self, fn)
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "_shared":  # not set yet (copy, unpickling): no delegation
+            raise AttributeError(name)
+        return getattr(self._shared, name)
+
+    def _add(self, candidate: _Candidate) -> None:
+        self._shared._add(candidate)
+
+    def resolve(self) -> Callable[..., Any]:
+        return self._shared.resolve()
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._shared(*args, **kwargs)
+
+    def register(self, *args: Any, **kwargs: Any) -> Callable[[Callable[..., Any]], Any]:
+        return self._shared.register(*args, **kwargs)
+
+
 class implement_for:  # lower case: TorchRL's spelling, used as a decorator
     """Decorate several definitions of one function; the installed library version picks one.
 
@@ -308,7 +340,7 @@ class implement_for:  # lower case: TorchRL's spelling, used as a decorator
                     "class_method=True"
                 )
             dispatcher._add(_Candidate(self.module_name, self._lower, self._upper, fn))
-        return dispatcher
+        return _Definition(dispatcher, fn)
 
     @staticmethod
     def check_version(

@@ -171,6 +171,22 @@ def demo(session: nox.Session) -> None:
     session.run("torchenv", "rollout", *(session.posargs or ["builtin:Pendulum"]))
 
 
+@nox.session(name="doc_images")
+def doc_images(session: nox.Session) -> None:
+    """Draw the docs' pictures into docs/img/ (scripts/doc_images.py); commit what changed.
+
+    Diagrams, a frame of each backend that renders here (MuJoCo through EGL when headless) and
+    the plot of a short ``benchmarks/bench_policy.py`` run (with TorchRL's side, in its venv).
+    Arguments go to the script, e.g. ``nox -s doc_images -- --only architecture step-layout``.
+    """
+    _install_workspace(session)
+    session.install(*CONSTRAINTS, "matplotlib")
+    env = {}
+    if not session.posargs or "bench-policy" in session.posargs:
+        env["TORCHENV_BENCH_TORCHRL_PYTHON"] = _torchrl_python(session)
+    session.run("python", "scripts/doc_images.py", *session.posargs, env=env)
+
+
 @nox.session
 def docs(session: nox.Session) -> None:
     """The docs site (mkdocs build --strict into site/) and every page's examples as doctests."""

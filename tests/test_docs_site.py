@@ -125,3 +125,80 @@ def test_relative_links_point_to_files_in_the_repository(page):
         and not (path.parent / target).exists()
     ]
     assert missing == [], f"{page} links to files that are not in the repository: {missing}"
+
+
+# Repository paths named in the text (not as links): ``benchmarks/bench_gym.py``, ``docs/x.md``...
+_REPO_PATH = re.compile(
+    r"(?<![\w/.])((?:benchmarks|scripts|docs|plugins|core|tests|requirements|examples)/"
+    r"[\w/-]+\.(?:py|md|txt|toml|sh|yml|yaml|ini|json|png))"
+)
+
+
+@pytest.mark.parametrize("page", sorted(p.name for p in (ROOT / "docs").glob("*.md")))
+def test_repository_paths_named_in_a_page_exist(page):
+    text = (ROOT / "docs" / page).read_text()
+    missing = sorted({p for p in _REPO_PATH.findall(text) if not (ROOT / p).exists()})
+    assert missing == [], f"docs/{page} names files that are not in the repository: {missing}"
+
+
+# ---------------------------------------------------------------------------------- pictures
+_IMAGE = re.compile(r"!\[[^\]]*\]\(([^)\s]+)\)|<img [^>]*src=\"([^\"]+)\"")
+IMG = ROOT / "docs" / "img"
+
+
+def _page_images() -> dict[str, set[Path]]:
+    """Each page's referenced pictures, resolved against the page's folder."""
+    out = {}
+    for page in (ROOT / "docs").rglob("*.md"):
+        targets = {a or b for a, b in _IMAGE.findall(page.read_text())}
+        out[str(page.relative_to(ROOT))] = {
+            (page.parent / t).resolve() for t in targets if "://" not in t
+        }
+    return out
+
+
+def test_every_picture_a_page_shows_exists():
+    missing = {page: sorted(str(p) for p in images if not p.is_file())
+               for page, images in _page_images().items()}  # fmt: skip
+    assert {page: m for page, m in missing.items() if m} == {}
+
+
+def test_every_picture_in_docs_img_is_shown_by_a_page():
+    shown = set().union(*_page_images().values())
+    unused = sorted(p.name for p in IMG.iterdir() if p.resolve() not in shown)
+    assert unused == [], f"docs/img holds pictures no page shows: {unused}"
+
+
+def test_pictures_are_small_pngs_drawn_by_the_script():
+    """PNG (``*.gif`` is git-ignored), under 150 KB, each one a picture scripts/doc_images.py draws."""
+    listed = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "doc_images.py"), "--list"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    files = sorted(IMG.iterdir())
+    assert files, "docs/img is empty"
+    for path in files:
+        assert path.suffix == ".png", path.name
+        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", f"{path.name} is not a PNG"
+        assert path.stat().st_size < 150_000, f"{path.name}: {path.stat().st_size} bytes"
+        assert path.stem in listed, f"{path.name} is not drawn by scripts/doc_images.py"
+
+
+def test_doc_images_writes_valid_pngs(tmp_path):
+    """The script's own PNG writer (frames need no imaging library) round-trips through Pillow."""
+    pil = pytest.importorskip("PIL.Image")
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import doc_images
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    import numpy as np
+
+    image = np.random.default_rng(0).integers(0, 256, (37, 720, 3), dtype=np.uint8)
+    small = doc_images._downscale(image)
+    assert small.shape == (18, 360, 3)
+    assert np.array_equal(small[0, 0], image[:2, :2].reshape(-1, 3).mean(0).round())
+    doc_images._write_png(tmp_path / "x.png", small)
+    assert np.array_equal(np.asarray(pil.open(tmp_path / "x.png").convert("RGB")), small)

@@ -83,7 +83,14 @@ def _step_and_judge(env, method, action, spec_dtype, spec_shape, batch=()):
     td.set("action", action) if action.shape[: len(batch)] == batch else td._tensordict.update(
         action=action
     )
-    shape_ok = tuple(action.shape) == tuple(spec_shape)
+    # an action without the spec's singleton dims is expanded, as TorchRL takes it (issue 28)
+    shape_ok = tuple(action.shape) == tuple(spec_shape) or (
+        action.dim() < len(spec_shape)
+        and action.numel() == torch.Size(spec_shape).numel()
+        and all(a in (1, b) for a, b in zip(action.shape[::-1], tuple(spec_shape)[::-1]))
+    )
+    if shape_ok:
+        action = action.expand(spec_shape)
     ok = shape_ok and not action.is_meta and _representable(0.0, action.dtype, spec_dtype, action)
     if not ok:
         with pytest.raises((TypeError, ValueError, KeyError)) as info:

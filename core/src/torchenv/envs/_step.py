@@ -188,6 +188,12 @@ class _StepPlan:
                 ok = _match_dynamic(shape, expected, True)
             else:
                 ok = shape == expected
+            if not ok and _singleton_broadcast(shape, expected):
+                # TorchRL takes an action that broadcasts to the spec: one without the spec's
+                # singleton dims (e.g. a MultiCategorical sample of one variable) is expanded
+                value = value.expand(expected)
+                td.set(leaf.key, value)
+                ok = True
             if not ok:
                 raise ValueError(
                     f"{where}: the action {_fmt_key(leaf.key)} has shape "
@@ -438,3 +444,13 @@ def _skip_next(env, td: TensorDictBase) -> TensorDictBase:
             out.set(key, prev.clone())
     out.batch_size = td.batch_size
     return out
+
+
+def _singleton_broadcast(shape: torch.Size, expected: torch.Size) -> bool:
+    """Whether ``shape`` differs from ``expected`` only by missing or singleton dims."""
+    if len(shape) > len(expected) or shape.numel() != expected.numel():
+        return False
+    try:
+        return torch.broadcast_shapes(shape, expected) == expected
+    except RuntimeError:
+        return False

@@ -196,7 +196,8 @@ class ActionDiscretizer(Transform):
     ``OneHot`` spec of size ``n`` for a scalar action, otherwise a ``MultiOneHot`` over the last
     action dim (size ``sum(nvec)``). The inverse maps each choice to the median
     (``sampling="median"``), low or high end of its interval. With ``out_action_key`` different
-    from ``action_key``, only the discrete entry is exposed as an action.
+    from ``action_key``, the discrete entry is the action and the continuous one becomes a state
+    entry that each step writes into its input tensordict, as in TorchRL.
 
     Args:
         num_intervals: choices per action dim: an int for all dims, or one int per element of
@@ -331,7 +332,13 @@ class ActionDiscretizer(Transform):
                 return OneHot(nvec[0], shape=(*shape, nvec[0]), device=device)
             return MultiOneHot(nvec, shape=(*shape[:-1], sum(nvec)), device=device)
 
-        self._map_inv_specs(input_spec["full_action_spec"], outer)
+        actions = input_spec["full_action_spec"]
+        continuous = actions.get(self.action_key, None)
+        self._map_inv_specs(actions, outer)
+        if continuous is not None and self.out_action_key != self.action_key:
+            # TorchRL keeps the continuous action beside the discrete one: a state entry that
+            # the step writes into its input tensordict.
+            input_spec["full_state_spec"][self.action_key] = continuous.clone()
         return input_spec
 
     def __repr__(self) -> str:

@@ -8,6 +8,7 @@ from typing import Any
 
 import torch
 from tensordict import TensorDictBase
+from tensordict.utils import NestedKey
 
 from torchenv.envs import EnvBase
 from torchenv.envs._reset import save_auto_reset
@@ -378,6 +379,8 @@ class TransformedEnv(EnvBase):
         has_inverse, base, base_plan, transform, auto_reset = self._hot_path()
         if has_inverse:
             tensordict_in = transform._inv_call(tensordict.copy())
+            for key in self._cached("inverse_state_keys", self._inverse_state_keys):
+                tensordict.set(key, tensordict_in.get(key))
         else:
             tensordict_in = tensordict
         partial = tensordict_in.get("_step", None) if has_inverse else None
@@ -387,6 +390,13 @@ class TransformedEnv(EnvBase):
         if auto_reset:
             self._save_base_auto_reset(next_tensordict)
         return transform._step(tensordict_in, next_tensordict)
+
+    def _inverse_state_keys(self) -> list[NestedKey]:
+        """Base env actions that this env exposes as state (e.g. ``ActionDiscretizer`` with its
+        own ``out_action_key``): the inverse transforms compute them, and the step writes them
+        into its input tensordict, as TorchRL's does."""
+        actions = set(self._modules["base_env"].action_keys)
+        return [key for key in self.state_keys if key in actions]
 
     def _save_base_auto_reset(self, next_tensordict: TensorDictBase) -> None:
         """The base env resets itself: keep the first observations of its next episode.

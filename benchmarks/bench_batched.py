@@ -16,7 +16,9 @@ Heavy-tailed case (``--case heavy-tail``): ``HeavyTailEnv`` sub-envs whose steps
 or 10 ms with probability 1%; ``ParallelEnv(8)`` (lock-step: every batched step waits for its
 slowest sub-env) against ``AsyncEnvPool`` of 8 with ``recv_size=4`` (each ``recv`` returns the
 first 4 sub-envs to finish), processes and threads, a linear policy module in the loop
-(``step_and_maybe_reset``). The sides alternate ``--repeats`` times; the table gives medians.
+(``step_and_maybe_reset``). The sides alternate ``--repeats`` times; the table gives medians,
+and the parent process's CPU time per env step (user + system, ``time.process_time``), which a
+loaded machine distorts much less than throughput.
 
 Run: ``python benchmarks/bench_batched.py`` (``--seconds S`` per measurement, ``--repeats N``,
 ``--workers 2 4``, ``--case gym|heavy-tail|all``).
@@ -55,6 +57,16 @@ def _loop(step, seconds: float, warmup: int = 30) -> tuple[int, float]:
         now = time.perf_counter()
         if now >= deadline:
             return n, now - start
+
+
+def _loop_cpu(step, seconds: float) -> tuple[int, float, float]:
+    """``_loop``, also returning the CPU time this process spent (user + system): the parent's
+    own cost, which depends much less on the machine's load than the throughput does."""
+    for _ in range(30):
+        step()
+    cpu = time.process_time()
+    n, elapsed = _loop(step, seconds, warmup=0)
+    return n, elapsed, time.process_time() - cpu
 
 
 def _action_pool(env_id: str, workers: int, n: int = 64):
@@ -219,8 +231,9 @@ def _policy():
     return TensorDictModule(torch.nn.Linear(4, 1), ["observation"], ["action"])
 
 
-def bench_heavy_parallel(n: int, seconds: float, make=HeavyTailEnv) -> float:
-    """Env steps per second of ``ParallelEnv(n)`` (lock-step ``step_and_maybe_reset``)."""
+def bench_heavy_parallel(n: int, seconds: float, make=HeavyTailEnv) -> tuple[float, float]:
+    """Env steps per second of ``ParallelEnv(n)`` (lock-step ``step_and_maybe_reset``), and
+    the parent's CPU microseconds per env step."""
     from torchenv.batched import ParallelEnv
 
     env, policy = ParallelEnv(n, make), _policy()
@@ -229,13 +242,16 @@ def bench_heavy_parallel(n: int, seconds: float, make=HeavyTailEnv) -> float:
     def step():
         _, state["root"] = env.step_and_maybe_reset(policy(state["root"]))
 
-    it, elapsed = _loop(step, seconds)
+    it, elapsed, cpu = _loop_cpu(step, seconds)
     env.close()
-    return it * n / elapsed
+    return it * n / elapsed, 1e6 * cpu / (it * n)
 
 
-def bench_heavy_pool(n: int, k: int, seconds: float, backend: str, make=HeavyTailEnv) -> float:
-    """Env steps per second of ``AsyncEnvPool`` (``n`` sub-envs, each recv the first ``k``)."""
+def bench_heavy_pool(
+    n: int, k: int, seconds: float, backend: str, make=HeavyTailEnv
+) -> tuple[float, float]:
+    """Env steps per second of ``AsyncEnvPool`` (``n`` sub-envs, each recv the first ``k``),
+    and the parent's CPU microseconds per env step."""
     from torchenv.batched import AsyncEnvPool
 
     pool = AsyncEnvPool([make] * n, backend=backend, recv_size=k)
@@ -247,10 +263,10 @@ def bench_heavy_pool(n: int, k: int, seconds: float, backend: str, make=HeavyTai
         _, root = pool.async_step_and_maybe_reset_recv()  # the first k ready
         pool.async_step_and_maybe_reset_send(policy(root))
 
-    it, elapsed = _loop(step, seconds)
+    it, elapsed, cpu = _loop_cpu(step, seconds)
     pool.async_step_and_maybe_reset_recv(min_get=len(pool.busy))
     pool.close()
-    return it * k / elapsed
+    return it * k / elapsed, 1e6 * cpu / (it * k)
 
 
 def heavy_tail(n: int, seconds: float, repeats: int, fast: float, slow: float) -> None:
@@ -260,11 +276,16 @@ def heavy_tail(n: int, seconds: float, repeats: int, fast: float, slow: float) -
     k = n // 2
     make = functools.partial(HeavyTailEnv, fast=fast, slow=slow)
     runs: dict[str, list[float]] = {"ParallelEnv": [], "pool-proc": [], "pool-thread": []}
+    cpus: dict[str, list[float]] = {name: [] for name in runs}
     with torch.no_grad():
         for _ in range(repeats):
-            runs["ParallelEnv"].append(bench_heavy_parallel(n, seconds, make))
-            runs["pool-proc"].append(bench_heavy_pool(n, k, seconds, "multiprocessing", make))
-            runs["pool-thread"].append(bench_heavy_pool(n, k, seconds, "threading", make))
+            for name, result in (
+                ("ParallelEnv", bench_heavy_parallel(n, seconds, make)),
+                ("pool-proc", bench_heavy_pool(n, k, seconds, "multiprocessing", make)),
+                ("pool-thread", bench_heavy_pool(n, k, seconds, "threading", make)),
+            ):
+                runs[name].append(result[0])
+                cpus[name].append(result[1])
             print(
                 "run: " + ", ".join(f"{name} {v[-1]:.0f}" for name, v in runs.items()),
                 file=sys.stderr,
@@ -275,14 +296,15 @@ def heavy_tail(n: int, seconds: float, repeats: int, fast: float, slow: float) -
         f"loop; median of {repeats} alternated runs of {seconds} s; load average "
         f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
     )
-    print(f"{'side':<28} {'steps/s':>9} {'x ParallelEnv':>14}")
+    print(f"{'side':<28} {'steps/s':>9} {'x ParallelEnv':>14} {'parent CPU us/step':>19}")
     for name, label in (
         ("ParallelEnv", f"ParallelEnv({n})"),
         ("pool-proc", f"AsyncEnvPool processes, {k}"),
         ("pool-thread", f"AsyncEnvPool threads, {k}"),
     ):
         ratio = statistics.median(a / b for a, b in zip(runs[name], base))
-        print(f"{label:<28} {statistics.median(runs[name]):9.0f} {ratio:14.2f}")
+        cpu = statistics.median(cpus[name])
+        print(f"{label:<28} {statistics.median(runs[name]):9.0f} {ratio:14.2f} {cpu:19.0f}")
 
 
 def main() -> None:

@@ -192,7 +192,9 @@ class DoubleToFloat(DTypeCastTransform):
 class DeviceCastTransform(Transform):
     """Moves the env's outputs to ``device`` and its inputs back to ``orig_device``.
 
-    Without keys the whole TensorDict moves. The transformed env's device is ``device``.
+    Without keys the whole TensorDict moves and the transformed env's device is ``device``.
+    With keys only those entries move: the env and its specs then have no device (``None``),
+    as in TorchRL.
 
     Args:
         device: the device seen outside.
@@ -237,7 +239,8 @@ class DeviceCastTransform(Transform):
     def transform_env_device(self, device):
         if self._orig_device is None:
             self._orig_device = device
-        return self.device
+        # some entries moved, others not: the env has no single device (TorchRL's rule)
+        return self.device if self._whole else None
 
     def _apply_transform(self, obs: torch.Tensor) -> torch.Tensor:
         return obs.to(self.device, non_blocking=True)
@@ -249,6 +252,8 @@ class DeviceCastTransform(Transform):
     def _call(self, next_tensordict: TensorDictBase) -> TensorDictBase:
         if self._whole:
             return next_tensordict.to(self.device, non_blocking=True)
+        if next_tensordict.device is not None:  # it will hold entries on several devices
+            next_tensordict.clear_device_()
         return super()._call(next_tensordict)
 
     forward = _call
@@ -258,12 +263,16 @@ class DeviceCastTransform(Transform):
     ) -> TensorDictBase:
         if self._whole:
             return tensordict_reset.to(self.device, non_blocking=True)
+        if tensordict_reset.device is not None:
+            tensordict_reset.clear_device_()
         return self._call_tolerant(tensordict_reset)
 
     def _inv_call(self, tensordict: TensorDictBase) -> TensorDictBase:
         if self._whole:
             orig = self.orig_device
             return tensordict if orig is None else tensordict.to(orig, non_blocking=True)
+        if tensordict.device is not None:
+            tensordict.clear_device_()
         return super()._inv_call(tensordict)
 
     @property
@@ -273,11 +282,13 @@ class DeviceCastTransform(Transform):
     def transform_output_spec(self, output_spec: Composite) -> Composite:
         if self._whole:
             return output_spec.to(self.device)
+        output_spec.clear_device_()  # the parts hold leaves on several devices
         return self._map_output_specs(output_spec, self._to_device, _OUTPUT_PARTS)
 
     def transform_input_spec(self, input_spec: Composite) -> Composite:
         if self._whole:
             return input_spec.to(self.device)
+        input_spec.clear_device_()
         return self._map_input_specs(input_spec, self._to_device)
 
     def _to_device(self, spec: TensorSpec) -> TensorSpec:

@@ -76,7 +76,8 @@ class CatFrames(_FrameBuffer):
     """Concatenates the last ``N`` observations along ``dim`` (frame stacking).
 
     In an env, a buffer keeps the last frames; at reset it is filled with the first frame
-    (``padding="same"``) or ``padding_value`` (``padding="constant"``). Standalone (e.g. on a
+    (``padding="same"``) or ``padding_value`` (``padding="constant"``); called before any reset,
+    the buffer starts as ``padding_value`` whatever the padding, as TorchRL's. Standalone (e.g. on a
     sampled trajectory of batch shape ``[..., T]``), :meth:`forward` stacks each step with its
     ``N - 1`` predecessors in the same trajectory (trajectories end where ``("next", "done")``).
 
@@ -119,7 +120,10 @@ class CatFrames(_FrameBuffer):
         mask_key: NestedKey | None = None,
     ) -> None:
         if dim >= 0:
-            raise ValueError(f"CatFrames: dim must be negative (counted from the end), got {dim}")
+            raise ValueError(
+                "CatFrames: dim must be < 0 to accommodate for tensordict leading dims "
+                f"(a negative dim, counted from the end), got {dim}"
+            )
         if N < 1:
             raise ValueError(f"CatFrames: N must be >= 1, got {N}")
         if padding == "zeros":
@@ -162,7 +166,8 @@ class CatFrames(_FrameBuffer):
     ) -> TensorDictBase:
         if self.as_inverse and self.parent is not None:
             raise RuntimeError(
-                "CatFrames(as_inverse=True) runs on the inverse path of replay buffers, not in an env"
+                "CatFrames as inverse is not supported as a transform for environments, only for "
+                "replay buffers: CatFrames(as_inverse=True) runs on their inverse path"
             )
         return super()._reset(tensordict, tensordict_reset)
 
@@ -188,7 +193,9 @@ class CatFrames(_FrameBuffer):
                 buffer, fresh = self._buffer(in_key, data)
                 seen[in_key] = data.shape
                 if fresh:
-                    self._fill(buffer, data, None)
+                    # no reset seen yet (standalone use): TorchRL's buffer starts as
+                    # padding_value whatever the padding, the first frame comes last
+                    self._fill(buffer, data, None, padding="constant")
                     next_tensordict.set(out_key, buffer.clone())
                     continue
             d = data.shape[dim]
@@ -197,8 +204,14 @@ class CatFrames(_FrameBuffer):
             next_tensordict.set(out_key, out)
         return next_tensordict
 
-    def _fill(self, buffer: torch.Tensor, data: torch.Tensor, reset: torch.Tensor | None) -> None:
-        if self.padding == "same":
+    def _fill(
+        self,
+        buffer: torch.Tensor,
+        data: torch.Tensor,
+        reset: torch.Tensor | None,
+        padding: str | None = None,
+    ) -> None:
+        if (padding or self.padding) == "same":
             reps = [1] * data.ndim
             reps[self.dim] = self.N
             fresh = data.repeat(reps)

@@ -13,7 +13,8 @@ Each picture comes from the code or from a run, never drawn by hand:
   set. A backend that cannot render (missing simulator, no OpenGL) is skipped with its reason,
   and its committed picture is left as it was.
 - ``bench-policy.png``: the ratios of ``benchmarks/bench_policy.py --json`` (a short run:
-  ``--cases single,parallel --repeats 3 --seconds 0.5``; TorchRL's side when
+  ``--cases single --repeats 3 --seconds 0.5``, a few minutes; ``--bench-cases single,parallel``
+  adds the ``ParallelEnv`` rows, much longer; TorchRL's side when
   ``$TORCHENV_BENCH_TORCHRL_PYTHON`` names an interpreter with torchrl), or of ``--bench-json``.
 
 Not drawn: OpenSpiel (its ``render()`` is the game's text), Brax and Jumanji (their renderers
@@ -381,38 +382,50 @@ def frame(backend: str) -> Path:
 
 
 # ------------------------------------------------------------------------------ benchmark
-def _run_bench_policy() -> dict:
+def _run_bench_policy(cases: str) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "policy.json"
-        cmd = [sys.executable, str(ROOT / "benchmarks" / "bench_policy.py"), "--cases",
-               "single,parallel", "--repeats", "3", "--seconds", "0.5", "--json", str(out)]  # fmt: skip
+        cmd = [sys.executable, str(ROOT / "benchmarks" / "bench_policy.py"), "--cases", cases,
+               "--repeats", "3", "--seconds", "0.5", "--json", str(out)]  # fmt: skip
         subprocess.run(cmd, check=True, cwd=ROOT)
         return json.loads(out.read_text())
 
 
-def bench_policy(bench_json: Path | None) -> Path:
+def bench_policy(bench_json: Path | None, cases: str = "single") -> Path:
     """Ratios of ``bench_policy.py``: torchenv / raw gymnasium + MLP and torchenv / TorchRL."""
-    data = json.loads(bench_json.read_text()) if bench_json else _run_bench_policy()
+    data = json.loads(bench_json.read_text()) if bench_json else _run_bench_policy(cases)
     rows = [r for r in data["results"] if r["torchenv"] and r["raw"]]
     labels = [r["case"] for r in rows]
     raw = [r["torchenv"] / r["raw"] for r in rows]
     trl = [r["torchenv"] / r["torchrl"] if r.get("torchrl") else np.nan for r in rows]
     fig, ax = _pyplot().subplots(figsize=(8.4, 0.42 * len(rows) + 1.6))
     y = np.arange(len(rows))
-    ax.barh(y - 0.2, raw, height=0.38, color="#7aa6d6", label="torchenv / raw gymnasium + MLP")
+    # bars grow from 1 (as fast) to the ratio, on a log axis: 0.5 and 2 are as far from 1
+    raw_w = [v - 1 for v in raw]
+    ax.barh(y - 0.2, raw_w, left=1, height=0.38, color="#7aa6d6",
+            label="torchenv / raw gymnasium + the same MLP")  # fmt: skip
     if not np.all(np.isnan(trl)):
-        ax.barh(y + 0.2, trl, height=0.38, color="#e39b4f", label="torchenv / TorchRL 0.14.1")
-    for yi, value in zip(y, raw):
-        ax.text(value, yi - 0.2, f" {value:.2f}", va="center", fontsize=7)
-    for yi, value in zip(y, trl):
-        if not np.isnan(value):
-            ax.text(value, yi + 0.2, f" {value:.1f}", va="center", fontsize=7)
-    ax.axvline(1.0, color="#333", lw=0.8, ls="--")
+        trl_w = [v - 1 for v in trl]
+        ax.barh(y + 0.2, trl_w, left=1, height=0.38, color="#e39b4f",
+                label="torchenv / TorchRL 0.14.1")  # fmt: skip
+    for offset, values in ((-0.2, raw), (0.2, trl)):
+        for yi, value in zip(y, values):
+            if not np.isnan(value):
+                ha = "left" if value >= 1 else "right"
+                pad = 1.04 if value >= 1 else 0.96
+                ax.text(value * pad, yi + offset, f"{value:.2f}", va="center", ha=ha, fontsize=7)
+    ax.axvline(1.0, color="#333", lw=0.8)
     ax.set_yticks(y, labels, fontsize=8)
     ax.invert_yaxis()
     ax.set_xscale("log")
-    ax.set_xlabel("speed ratio, env-steps/s with a policy in the loop (log scale; > 1: torchenv is faster)",
-                  fontsize=8)  # fmt: skip
+    finite = [v for v in [*raw, *trl] if not np.isnan(v)]
+    ticks = [t for t in (0.125, 0.25, 0.5, 1, 2, 4, 8, 16, 32, 64) if
+             min(finite) / 2 <= t <= max(finite) * 2]  # fmt: skip
+    ax.set_xticks(ticks, [f"{t:g}" for t in ticks], fontsize=8)
+    ax.minorticks_off()
+    ax.set_xlim(min(finite) / 1.6, max(finite) * 1.6)
+    ax.set_xlabel("speed ratio, env-steps/s with a policy in the loop (log scale; "
+                  "right of 1: torchenv is faster)", fontsize=8)  # fmt: skip
     ax.set_title(
         f"benchmarks/bench_policy.py: medians of {data['repeats']} alternated rounds of "
         f"{data['seconds']} s, one torch thread",
@@ -428,6 +441,7 @@ def main() -> int:
     names = ["architecture", "step-layout", *(f"frame-{b}" for b in FRAMES), "bench-policy"]
     parser.add_argument("--only", nargs="+", choices=names, help="draw only these pictures")
     parser.add_argument("--bench-json", type=Path, help="plot this bench_policy.py --json output")
+    parser.add_argument("--bench-cases", default="single", help="bench_policy.py --cases")
     parser.add_argument("--list", action="store_true", help="list the pictures and exit")
     args = parser.parse_args()
     if args.list:
@@ -444,7 +458,7 @@ def main() -> int:
         elif name == "step-layout":
             path = step_layout()
         elif name == "bench-policy":
-            path = bench_policy(args.bench_json)
+            path = bench_policy(args.bench_json, args.bench_cases)
         else:
             try:
                 path = frame(name.removeprefix("frame-"))

@@ -77,6 +77,10 @@ ALIASES = {
     "torchrl.record": ["torchenv.record"],
 }
 
+# TorchRL modules imported before the alias replaces names (they subclass TorchRL's env classes
+# at import time; out of scope, see below).
+PRELOAD = ["torchrl.collectors", "torchrl.envs.llm"]
+
 # What issue 28 puts out of scope: tests of TorchRL-private attributes, and of what is not an env
 # library. A test whose id matches OUT_OF_SCOPE_IDS, or whose failure names a private attribute or
 # import, is reported apart.
@@ -96,6 +100,7 @@ import os
 import sys
 
 ALIASES = {aliases!r}
+PRELOAD = {preload!r}
 
 
 def _torchenv_names(sources):
@@ -118,6 +123,15 @@ def _torchenv_names(sources):
 def _alias():
     import torchenv  # noqa: F401  (before torchrl: torchenv registers with TorchRL's ABCs)
     import torchrl  # noqa: F401
+
+    # TorchRL modules that subclass its env classes at import time (its LLM envs, imported by
+    # torchrl.collectors) are built on TorchRL's own classes: imported before the names are
+    # replaced, else their metaclasses clash with torchenv's and whole test files fail to collect.
+    for name in PRELOAD:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
 
     # TorchRL's modules that define their own EnvBase subclasses (LLM envs, reached through the
     # collectors) are loaded first, as a program importing them gets them: they stay TorchRL's
@@ -183,7 +197,9 @@ def run(python: str, workdir: Path, file: str, extra: list[str], memory_gb: floa
     Each file runs in its own pytest process, under an address-space limit, so that a test that
     asks for far too much memory fails with a ``MemoryError`` instead of taking the machine down.
     """
-    (workdir / "_torchenv_alias.py").write_text(ALIAS_PLUGIN.format(aliases=ALIASES))
+    (workdir / "_torchenv_alias.py").write_text(
+        ALIAS_PLUGIN.format(aliases=ALIASES, preload=PRELOAD)
+    )
     report = workdir / "reports" / (file.replace("/", "_") + ".xml")
     report.parent.mkdir(exist_ok=True)
     report.unlink(missing_ok=True)

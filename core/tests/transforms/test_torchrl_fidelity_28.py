@@ -8,7 +8,14 @@ from tensordict import TensorDict
 
 from torchenv.envs import check_env_specs
 from torchenv.envs.builtin import PendulumEnv
-from torchenv.transforms import ActionDiscretizer, CatFrames, DeviceCastTransform, TransformedEnv
+from torchenv.specs import Unbounded
+from torchenv.transforms import (
+    ActionDiscretizer,
+    CatFrames,
+    DeviceCastTransform,
+    TensorDictPrimer,
+    TransformedEnv,
+)
 
 
 @pytest.mark.parametrize("categorical", [True, False])
@@ -92,3 +99,11 @@ def test_device_cast_of_everything_moves_the_env():
     env = TransformedEnv(PendulumEnv(device="cpu:0"), DeviceCastTransform("cpu:1"))
     assert env.device == torch.device("cpu:1")
     check_env_specs(env)
+
+
+def test_primer_random_takes_torchrls_default_value_zero():
+    primer = TensorDictPrimer(mykey=Unbounded([3]), random=True, default_value=0.0)
+    env = TransformedEnv(PendulumEnv(), primer)
+    assert env.reset()["mykey"].shape == (3,)
+    with pytest.raises(ValueError, match="Setting random to True and providing a default_value"):
+        TensorDictPrimer(mykey=Unbounded([3]), random=True, default_value=1.0)

@@ -64,8 +64,13 @@ class TensorDictPrimer(Transform):
                 raise TypeError(
                     f"TensorDictPrimer: the primer {key!r} must be a TensorSpec, got {spec!r}"
                 )
+        if random and _is_zero(default_value):
+            default_value = None  # TorchRL's own default (0.0) goes with random=True
         if random and default_value is not None:
-            raise ValueError("TensorDictPrimer: random=True and a default_value are incompatible")
+            raise ValueError(
+                "TensorDictPrimer: Setting random to True and providing a default_value are "
+                f"incompatible (got default_value={default_value!r})"
+            )
         super().__init__()
         self.primers = primers
         self.random = bool(random)
@@ -334,3 +339,8 @@ class TrajCounter(Transform):
 
     def __repr__(self) -> str:
         return f"TrajCounter(out_key={self.out_key!r}, count={int(self._count)})"
+
+
+def _is_zero(value: Any) -> bool:
+    """Whether ``value`` is the number 0 (TorchRL's default ``default_value``)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == 0

@@ -18,6 +18,10 @@ when unset). The sides alternate over ``--repeats`` rounds (default 3) and the m
 is reported, with ``torch.set_num_threads(1)``.
 
     python benchmarks/bench_policy.py [--repeats 3] [--seconds 1.0] [--cases single,parallel,vector]
+        [--json PATH]
+
+``--json PATH`` also writes the medians (env-steps/s; ``torchrl`` is null when skipped) to PATH,
+one object per case: what ``scripts/doc_images.py`` plots.
 """
 
 from __future__ import annotations
@@ -336,6 +340,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=1.0)
     parser.add_argument("--cases", default="single,parallel,vector")
+    parser.add_argument("--json", metavar="PATH", help="also write the medians as JSON to PATH")
     parser.add_argument("--torchrl", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.torchrl:  # the TorchRL side, in TorchRL's interpreter
@@ -390,6 +395,7 @@ def main() -> None:
             )
             for n in VECTOR
         ]
+    results = []
     for label, ours_fn, raw_fn, trl_case in plan:
         ours, raw, trl = [], [], []
         for _ in range(args.repeats):
@@ -398,6 +404,12 @@ def main() -> None:
             ours.append(ours_fn())
             raw.append(raw_fn())
         print(_row(label, _median(ours), _median(raw), _median(trl)), flush=True)
+        results.append(
+            {"case": label, "torchenv": _median(ours), "raw": _median(raw), "torchrl": _median(trl)}
+        )
+        if args.json:  # after each case: a run cut short keeps what it measured
+            with open(args.json, "w") as f:
+                json.dump({"repeats": args.repeats, "seconds": s, "results": results}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ import torch
 
 import torchenv
 from torchenv.envs import TicTacToeEnv
-from torchenv.transforms import DTypeCastTransform, StepCounter
+from torchenv.transforms import DTypeCastTransform, RewardSum, StepCounter
 
 gymnasium = pytest.importorskip("gymnasium")
 from gymnasium.utils.env_checker import check_env  # noqa: E402
@@ -140,6 +140,19 @@ def test_register_gym_as_torchrl_spells_it():
     assert isinstance(numpy_env.reset(seed=0)[0], np.ndarray)
     with pytest.raises(ValueError, match="gymnasium only"):
         CartPoleEnv.register_gym("TorchenvTestCartPole-v1", backend="gym")
+
+
+def test_make_replaces_the_registered_transform_and_to_numpy():
+    # TorchRL: gymnasium.make(id, transform=..., to_numpy=...) overrides what register_gym set
+    from torchenv.envs import CartPoleEnv
+
+    CartPoleEnv.register_gym("TorchenvTestCartPoleMake-v0", transform=StepCounter())
+    plain = gymnasium.make("TorchenvTestCartPoleMake-v0")
+    assert "step_count" in plain.reset(seed=0)[0]
+    other = gymnasium.make("TorchenvTestCartPoleMake-v0", transform=RewardSum(), to_numpy=True)
+    obs, _ = other.reset(seed=0)
+    assert "step_count" not in obs and "episode_reward" in obs
+    assert isinstance(obs["observation"], np.ndarray)
 
 
 @pytest.mark.parametrize("batch_size", [(), (2,)])

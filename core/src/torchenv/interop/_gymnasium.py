@@ -292,6 +292,7 @@ def _row(observation: Any, i: int) -> Any:
 
 
 def _make_exported(
+    *,
     entry_point: Callable[..., EnvBase],
     transform: Any,
     to_numpy: bool,
@@ -329,6 +330,8 @@ def register_gym(
     TorchRL's method, for gymnasium: ``gymnasium.make(id, **kw)`` builds the env with
     ``entry_point(**kwargs, **kw)`` (``cls`` by default), applies ``transform`` and returns it
     through :func:`to_gymnasium`. ``to_numpy=False`` (TorchRL's default) returns tensors.
+    ``transform``, ``to_numpy`` and ``info_keys`` given to ``gymnasium.make`` replace the
+    registered ones.
     """
     if backend not in (None, "gymnasium"):
         raise ValueError(
@@ -340,8 +343,13 @@ def register_gym(
             "not apply; batched envs already reset finished sub-envs in the same step"
         )
     gymnasium = importlib.import_module("gymnasium")
+    # keywords, so that gymnasium.make(id, transform=..., to_numpy=...) overrides them (TorchRL)
     factory = functools.partial(
-        _make_exported, entry_point or cls, transform, to_numpy, tuple(info_keys or ())
+        _make_exported,
+        entry_point=entry_point or cls,
+        transform=transform,
+        to_numpy=to_numpy,
+        info_keys=tuple(info_keys or ()),
     )
     return gymnasium.register(
         id,

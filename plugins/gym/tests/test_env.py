@@ -264,3 +264,23 @@ def test_infos_flow_through_parallel_env():
         env.close()
     assert td["next", "t"].squeeze(-1).tolist() == [[1, 2, 3], [1, 2, 3]]
     assert td["next", "flag"].dtype == torch.bool
+
+
+def test_num_workers_gives_a_parallel_env_of_gym_envs():
+    # TorchRL's shortcut: GymEnv(id, num_workers=n) is a ParallelEnv of n GymEnv(id, ...)
+    from torchenv.batched import ParallelEnv
+
+    env = GymEnv("CartPole-v1", num_workers=2, categorical_action_encoding=True)
+    try:
+        assert isinstance(env, ParallelEnv)
+        assert env.batch_size == torch.Size([2])
+        assert env.action_spec.shape == torch.Size([2])  # categorical: one index per sub-env
+        seed = env.set_seed(0)
+        assert isinstance(seed, int)
+        td = env.rollout(3)
+        assert td.batch_size == torch.Size([2, 3])
+    finally:
+        env.close()
+    assert type(GymEnv("CartPole-v1", num_workers=1)) is GymEnv
+    with pytest.raises(ValueError, match="num_workers must be an int >= 1, got 0"):
+        GymEnv("CartPole-v1", num_workers=0)

@@ -128,6 +128,10 @@ class _EnvMeta(abc.ABCMeta):
     def __call__(cls, *args, **kwargs):
         flags = {k: kwargs.pop(k) for k in _POST_INIT_FLAGS if k in kwargs}
         instance = super().__call__(*args, **kwargs)
+        if not isinstance(instance, cls):  # __new__ handed back another env, built by its class
+            if flags:
+                instance._post_init(**flags)
+            return instance
         instance._post_init(**flags)
         return instance
 

@@ -9,6 +9,7 @@ by :mod:`torchenv_gym._vector` and exposed with ``batch_size=[num_envs]``.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -355,6 +356,10 @@ class GymEnv(GymWrapper):
             env with ``batch_size=[num_envs]`` (default ``0``: a single env).
         vectorization_mode (str): gymnasium's ``"sync"`` (default), ``"async"`` or
             ``"vector_entry_point"`` (the env's own batched implementation, e.g. CartPole's).
+        num_workers (int): above 1, TorchRL's shortcut: a
+            :class:`~torchenv.batched.ParallelEnv` of that many processes, each running
+            ``GymEnv(env_name, **kwargs)`` (specs read from the workers), instead of a
+            ``GymEnv``. Default ``1``.
         **kwargs: the :class:`GymWrapper` arguments; every other keyword goes to ``make``.
 
     >>> env = GymEnv("CartPole-v1")
@@ -364,7 +369,22 @@ class GymEnv(GymWrapper):
     torch.Size([4])
     """
 
+    def __new__(cls, *args: Any, num_workers: int = 1, **kwargs: Any) -> Any:
+        if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 1:
+            raise ValueError(f"GymEnv: num_workers must be an int >= 1, got {num_workers!r}.")
+        if num_workers > 1 and cls is GymEnv:
+            from torchenv.batched import ParallelEnv
+
+            if args:
+                env_name, args = args[0], args[1:]
+            else:
+                env_name = kwargs.pop("env_name")
+            make_env = functools.partial(cls, env_name, *args, **kwargs)
+            return ParallelEnv(num_workers, make_env, metadata_from_workers=True)
+        return super().__new__(cls)
+
     def __init__(self, env_name: str, **kwargs: Any) -> None:
+        kwargs.pop("num_workers", None)  # 1 (checked by __new__)
         wrapper_kwargs = {k: kwargs.pop(k) for k in _WRAPPER_KWARGS if k in kwargs}
         num_envs = int(kwargs.pop("num_envs", 0) or 0)
         mode = kwargs.pop("vectorization_mode", None)

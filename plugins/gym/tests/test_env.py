@@ -284,3 +284,11 @@ def test_num_workers_gives_a_parallel_env_of_gym_envs():
     assert type(GymEnv("CartPole-v1", num_workers=1)) is GymEnv
     with pytest.raises(ValueError, match="num_workers must be an int >= 1, got 0"):
         GymEnv("CartPole-v1", num_workers=0)
+
+
+def test_get_library_name_names_the_raw_envs_library():
+    import gymnasium
+
+    env = GymEnv("CartPole-v1")
+    assert env.get_library_name(env._env) == "gymnasium"
+    assert GymWrapper.get_library_name(gymnasium.make("Pendulum-v1")) == "gymnasium"

@@ -293,6 +293,16 @@ class GymWrapper(ArrayEnv):
         return self._array_obs and not self._action_is_td and super()._direct_io_static()
 
     # ------------------------------------------------------------------ misc
+    @staticmethod
+    def get_library_name(env: Any) -> str:
+        """``"gym"`` or ``"gymnasium"``: the library of a raw gym-like ``env`` (TorchRL's name).
+
+        >>> import gymnasium
+        >>> GymWrapper.get_library_name(gymnasium.make("CartPole-v1"))
+        'gymnasium'
+        """
+        return GymApi.for_env(env).library
+
     def read_obs(self, observation: Any) -> dict:
         """Convert a raw observation of the simulator to a dict of tensors (TorchRL's name)."""
         read = self._tensor_read(observation)

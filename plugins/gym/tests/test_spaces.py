@@ -111,6 +111,16 @@ def test_dict_nested_composite_and_state_remap():
     assert "state" in kept
 
 
+def test_dict_action_entries_are_arrays():
+    # TorchRL hands a Dict action space numpy arrays, a Discrete entry included
+    space = spaces.Dict({"a0": spaces.Discrete(2), "a1": spaces.Box(-1.0, 1.0, (1,), np.float32)})
+    spec = gym_space_to_spec(space, categorical_action_encoding=True)
+    action = spec.rand()
+    written = make_writer(space, spec)(action)
+    assert all(isinstance(value, np.ndarray) for value in written.values())
+    assert int(written["a0"]) == int(action["a0"]) and space.contains(written)
+
+
 def test_tuple_equal_elements_are_stacked():
     box = spaces.Box(-1.0, 1.0, (2,), np.float32)
     spec = roundtrip(spaces.Tuple((box, box, box)))

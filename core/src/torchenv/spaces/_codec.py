@@ -317,7 +317,16 @@ def make_writer(space: Any, spec: TensorSpec, batch: tuple[int, ...] = ()) -> Wr
         for key, sub in space.spaces.items():
             name = key if key in spec else "observation"  # "state" may have been renamed
             writers[key] = (name, make_writer(sub, spec[name], batch))
-        return lambda a: {key: write(a.get(name)) for key, (name, write) in writers.items()}
+
+        def write_dict(a: Any) -> dict:
+            # each entry an array, as TorchRL gives (a Discrete alone is written as a scalar)
+            out = {}
+            for key, (name, write) in writers.items():
+                value = write(a.get(name))
+                out[key] = np.asarray(value) if isinstance(value, (np.generic, int)) else value
+            return out
+
+        return write_dict
     if kind == "Tuple":
         subs = list(space.spaces)
         if isinstance(spec, Composite):

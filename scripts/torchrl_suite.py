@@ -133,15 +133,6 @@ def _alias():
         except ImportError:
             pass
 
-    # TorchRL's modules that define their own EnvBase subclasses (LLM envs, reached through the
-    # collectors) are loaded first, as a program importing them gets them: they stay TorchRL's
-    # classes, with TorchRL's metaclass, instead of being built on torchenv's EnvBase mid-alias
-    for extra in ("torchrl.collectors", "torchrl.envs.llm"):
-        try:
-            importlib.import_module(extra)
-        except Exception:  # noqa: BLE001  (an optional part of TorchRL that cannot load here)
-            pass
-
     replaced = 0
     for target, sources in ALIASES.items():
         try:

@@ -285,7 +285,7 @@ def test_close_kills_the_actors(ray_local, noise_env_cls):
 
 def test_unschedulable_actor_times_out_as_worker_error(noise_env_cls):
     """An actor asking for more CPUs than the cluster has never starts: reported, not hung."""
-    env = RayParallelEnv(1, noise_env_cls, num_cpus=64, timeout=3)
+    env = RayParallelEnv(1, noise_env_cls, num_cpus=64, start_timeout=3)
     with pytest.raises(WorkerError, match="worker 0 .*did not answer start within 3 s"):
         env.reset()
     env.close()

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import signal
 import socket
 import time
 import weakref
@@ -31,14 +32,20 @@ from torchenv.batched import _worker as W
 from torchenv.batched._base import BatchedEnvBase
 from torchenv.batched._interrupts import deferred_sigint
 from torchenv.batched._parallel import _without_grad
-from torchenv.batched._ray_actor import RemoteWorker, as_arrays, copy_arrays
+from torchenv.batched._ray_actor import BEAT_GROUP, RemoteWorker, as_arrays, copy_arrays
+from torchenv.batched._restart import RESTART_KEY, after_restart, check_limit, restart_flags
 from torchenv.batched._shared import build_td
+from torchenv.specs import Categorical
 
 __all__ = ["RayParallelEnv"]
 
-# seconds; longer than ParallelEnv's 60: the first command also waits for the actor to start
-# (a Ray worker process importing torch and building the env: minutes on a busy machine)
-_TIMEOUT = float(os.environ.get("TORCHENV_BATCHED_TIMEOUT", "600"))
+# seconds a command may run since the actor's last heartbeat (torchenv.batched.heartbeat), as
+# ParallelEnv's; starting the actors (a Ray worker process importing torch and building the env:
+# a minute or more on a busy machine) gets _START_TIMEOUT unless timeout= is given
+_TIMEOUT = float(os.environ.get("TORCHENV_BATCHED_TIMEOUT", "60"))
+_START_TIMEOUT = 300.0
+_SLICE = 0.2  # seconds between liveness checks while waiting on actors
+_IDLE_TIMEOUT = 10.0  # seconds an actor gets to say how long its command has been idle
 _CLOSE_TIMEOUT = 10.0  # seconds an actor gets to close its env before it is killed
 _CONNECT_TIMEOUT = 10.0  # seconds to open a TCP connection to an explicit "host:port" address
 
@@ -71,6 +78,30 @@ def _check_reachable(address: str | None) -> None:
         socket.create_connection((host, int(port)), timeout=_CONNECT_TIMEOUT).close()
     except OSError as err:
         raise ConnectionError(f"nothing answers at {address} ({err})") from err
+
+
+def _dead_local_ray() -> str | None:
+    """Why the Ray that this process started cannot answer any more (its raylet or GCS server
+    died), or ``None``. Ray started elsewhere (``address=...``) is not looked at: its node
+    processes are not ours; Ray reports its lost actors itself."""
+    try:
+        from ray._private import ray_constants, worker
+
+        node = worker._global_node
+        processes = dict(node.all_processes) if node is not None else {}
+        kinds = (ray_constants.PROCESS_TYPE_RAYLET, ray_constants.PROCESS_TYPE_GCS_SERVER)
+    except Exception:  # pragma: no cover - another Ray version: no check
+        return None
+    for kind in kinds:
+        for info in processes.get(kind, ()):
+            code = info.process.poll()
+            if code is not None:
+                how = f"exit code {code}"
+                if code < 0:
+                    with contextlib.suppress(ValueError):
+                        how = f"killed by {signal.Signals(-code).name}"
+                return f"the local Ray's {kind} (pid {info.process.pid}) died ({how})"
+    return None
 
 
 def _kill_actors(actors: list, close_first: bool, hung: frozenset = frozenset()) -> None:
@@ -129,9 +160,24 @@ class RayParallelEnv(BatchedEnvBase):
         actor_options: more options for the actors (Ray's ``.options(...)``: ``resources``,
             ``scheduling_strategy``, ``runtime_env``...).
         ray_init_kwargs: more arguments for ``ray.init`` when this env starts Ray.
-        timeout: seconds to wait for a worker's answer before raising ``WorkerError``.
-            Default: ``$TORCHENV_BATCHED_TIMEOUT`` or 600 (the first command also waits for
-            the actors to start).
+        timeout: seconds a worker may run one command since its last sign of progress (the
+            command's start, or :func:`~torchenv.batched.heartbeat` called by the env, as in
+            ``ParallelEnv``) before ``WorkerError``. Default: ``$TORCHENV_BATCHED_TIMEOUT`` or
+            60. A dead actor, or a dead raylet or GCS server of a Ray this process started, is
+            reported at once, whatever the timeout.
+        start_timeout: seconds an actor may take to start (Ray schedules it, its process
+            imports torch and builds the env: a minute or more on a busy machine), at start
+            and when restarted. Default 300.
+        restart_failed: replace an actor that dies, hangs or raises during ``step``,
+            ``reset`` or ``step_and_maybe_reset`` by a new one from the same factory, as
+            ``ParallelEnv(restart_failed=True)`` does (see :mod:`torchenv.batched._restart`):
+            a :class:`~torchenv.batched.WorkerRestartedWarning`, its sub-env's episode ends
+            as truncated with ``("next", "worker_restarted")`` true, the other sub-envs'
+            data are untouched. The restart is ours, not Ray's (actors run with Ray's
+            ``max_restarts=0``): it also covers hangs and exceptions, and reseeds the
+            sub-env. A dead local Ray is not restarted. Default ``False``.
+        max_restarts: restarts allowed per worker before the error is raised as without
+            ``restart_failed``. Default 10.
         **kwargs: the other arguments of :class:`~torchenv.batched._base.BatchedEnvBase`
             (``device``, ``num_sub_threads`` (torch threads per actor), ``use_buffers``...).
 
@@ -157,8 +203,13 @@ class RayParallelEnv(BatchedEnvBase):
         actor_options: dict | None = None,
         ray_init_kwargs: dict | None = None,
         timeout: float | None = None,
+        start_timeout: float | None = None,
+        restart_failed: bool = False,
+        max_restarts: int = 10,
         **kwargs: Any,
     ) -> None:
+        if not isinstance(max_restarts, int) or isinstance(max_restarts, bool) or max_restarts < 0:
+            raise ValueError(f"max_restarts must be an int >= 0; got {max_restarts!r}.")
         if isinstance(create_env_fn, str):
             create_env_fn = _from_registry(create_env_fn)
         elif isinstance(create_env_fn, (list, tuple)):
@@ -166,6 +217,14 @@ class RayParallelEnv(BatchedEnvBase):
         for name, value in (("num_cpus", num_cpus), ("num_gpus", num_gpus)):
             if not isinstance(value, (int, float)) or value < 0:
                 raise ValueError(f"{name} must be a number >= 0; got {value!r}.")
+        if start_timeout is not None and (
+            isinstance(start_timeout, bool)
+            or not isinstance(start_timeout, (int, float))
+            or not start_timeout > 0
+        ):
+            raise ValueError(
+                f"start_timeout must be a positive number of seconds; got {start_timeout!r}."
+            )
         super().__init__(num_workers, create_env_fn, create_env_kwargs, timeout=timeout, **kwargs)
         d = self.__dict__
         d["address"] = address
@@ -174,11 +233,17 @@ class RayParallelEnv(BatchedEnvBase):
         d["actor_options"] = dict(actor_options or {})
         d["ray_init_kwargs"] = dict(ray_init_kwargs or {})
         d["timeout"] = float(timeout) if timeout is not None else _TIMEOUT
+        d["start_timeout"] = _START_TIMEOUT if start_timeout is None else float(start_timeout)
         d["_actors"] = []
         d["_pids"] = []
         d["_broken"] = None
         d["_hung"] = frozenset()  # workers that did not answer in time: killed without waiting
         d["_inflight"] = {}  # async mode: worker -> (ref, kind, input row)
+        d["restart_failed"], d["max_restarts"] = bool(restart_failed), max_restarts
+        d["_restarter"] = None
+        if restart_failed:
+            flag = Categorical(2, shape=(*self.batch_size, 1), dtype=torch.bool)
+            self.observation_spec[RESTART_KEY] = flag.to(self.device) if self.device else flag
 
     # ------------------------------------------------------------------ lifecycle
     def _connect(self) -> Any:
@@ -212,34 +277,60 @@ class RayParallelEnv(BatchedEnvBase):
             }
         options = {"num_cpus": self.num_cpus, "num_gpus": self.num_gpus, "max_restarts": 0}
         options.update(self.actor_options)
-        actor_cls = ray.remote(RemoteWorker).options(**options)
+        actor_cls = ray.remote(concurrency_groups={BEAT_GROUP: 1})(RemoteWorker)
+        actor_cls = actor_cls.options(**options)
+        d["_actor_cls"] = actor_cls
         actors: list = []
         d["_actors"] = actors
         d["_finalizer"] = weakref.finalize(self, _kill_actors, actors, False)
         d["_broken"] = None
         d["_hung"] = frozenset()
         d["_inflight"] = {}
+        d["_restarter"] = _Restarts(self) if d.get("restart_failed") else None
         try:
             with deferred_sigint():  # every actor created is in ``actors``, which close() kills
                 for i in range(self.num_workers):
-                    leaves = None
-                    if groups is not None:
-                        leaves = {name: group.per_worker[i] for name, group in groups.items()}
-                    actors.append(
-                        actor_cls.remote(
-                            i,
-                            self.create_env_fn[i],
-                            self.create_env_kwargs[i],
-                            leaves,
-                            self.num_sub_threads,
-                        )
-                    )
+                    actors.append(self._new_actor(i))
             d["_pids"] = self._gather(
                 [a.ready.remote() for a in actors], range(self.num_workers), "start"
             )
         except BaseException:
             _kill_actors(actors, False)
             raise
+
+    def _new_actor(self, i: int) -> Any:
+        """A new actor for worker ``i`` (at start, or replacing a failed one)."""
+        groups = self.__dict__["_groups"]
+        leaves = None
+        if groups is not None:
+            leaves = {name: group.per_worker[i] for name, group in groups.items()}
+        return self.__dict__["_actor_cls"].remote(
+            i, self.create_env_fn[i], self.create_env_kwargs[i], leaves, self.num_sub_threads
+        )
+
+    def _restart_actors(self, failures: dict) -> None:
+        """Replace the actors of ``failures`` (``{worker: (WorkerError, lost)}``) by new ones
+        from the same factory (``restart_failed=True``); past ``max_restarts`` raise."""
+        ray = _import_ray()
+        d = self.__dict__
+        restarter, actors = d["_restarter"], d["_actors"]
+        failed = sorted(failures)
+        for i in failed:
+            check_limit(restarter, i, failures[i][0], "worker")
+        with deferred_sigint():  # the new actors are in ``actors``, which close() kills
+            for i in failed:
+                with contextlib.suppress(Exception):
+                    ray.kill(actors[i], no_restart=True)
+                actors[i] = self._new_actor(i)
+        d["_hung"] = d["_hung"] - set(failed)
+        try:
+            pids = self._gather([actors[i].ready.remote() for i in failed], failed, "start")
+        except W.WorkerError as err:  # the factory fails now: nothing more to try
+            self._fail(err)
+        for i, pid in zip(failed, pids):
+            old_pid, d["_pids"][i] = d["_pids"][i], pid
+            restarter._restarts[i] += 1
+            restarter.restarted[i] = (str(failures[i][0]).split("\n", 1)[0], old_pid)
 
     def _shutdown(self) -> None:
         d = self.__dict__
@@ -265,12 +356,13 @@ class RayParallelEnv(BatchedEnvBase):
         return list(self.__dict__["_actors"])
 
     # ------------------------------------------------------------------ commands
-    def _gather(self, refs: list, workers: Sequence[int], what: Any) -> list:
+    def _gather(self, refs: list, workers: Sequence[int], what: Any, restart: bool = False) -> list:
         """The values of ``refs`` (one per worker), or a ``WorkerError`` naming the worker;
-        :class:`EnvClosedError` when the env was closed (by another thread) meanwhile."""
+        :class:`EnvClosedError` when the env was closed (by another thread) meanwhile. With
+        ``restart``, failed workers are replaced instead (their value: ``None``)."""
         generation = self.__dict__["_generation"]
         try:
-            return self._gather_now(refs, workers, what)
+            return self._gather_now(refs, workers, what, restart)
         except Exception as err:
             if self.__dict__["_generation"] != generation and not isinstance(err, W.EnvClosedError):
                 raise W.EnvClosedError(
@@ -287,71 +379,153 @@ class RayParallelEnv(BatchedEnvBase):
         pid = self._pid(i)
         return f"worker {i} (Ray actor" + (f", pid {pid})" if pid else ")")
 
-    def _gather_now(self, refs: list, workers: Sequence[int], what: Any) -> list:
+    def _gather_now(self, refs: list, workers: Sequence[int], what: Any, restart: bool) -> list:
+        answers, failures = self._collect(refs, workers, what, keep_going=restart)
+        if failures:
+            if not restart:
+                self._raise(failures, what)
+            self._restart_actors(failures)
+        return [answers.get(i) for i in workers]
+
+    def _raise(self, failures: dict, what: Any) -> None:
+        """Raise the first of ``failures`` (``{worker: (WorkerError, lost)}``); a lost actor
+        (dead, hung) leaves the env unusable."""
+        first = min(failures)
+        err, lost = failures[first]
+        if len(failures) > 1:
+            err.args = (err.args[0] + f"\n(workers {sorted(failures)[1:]} failed too)",)
+        if lost:
+            self._fail(err)
+        raise err
+
+    def _command_timeout(self, what: Any) -> float:
+        return self.start_timeout if what == "start" else self.timeout
+
+    def _collect(
+        self, refs: list, workers: Sequence[int], what: Any, keep_going: bool
+    ) -> tuple[dict, dict]:
+        """Wait for ``refs`` (one per worker) in slices, checking between slices that the local
+        Ray is up and that the workers still running the command are making progress (their
+        last :func:`~torchenv.batched.heartbeat` within ``timeout``).
+
+        Returns ``({worker: value}, {worker: (WorkerError, lost)})``: ``lost`` for an actor that
+        died or hung, not for an env that raised. Without ``keep_going`` it returns at the
+        first lost actor; a dead local Ray raises at once."""
         ray = _import_ray()
-        timeout = self.timeout
-        try:
-            answers = ray.get(refs, timeout=timeout)
-        except ray.exceptions.GetTimeoutError:
-            ready, _ = ray.wait(refs, num_returns=len(refs), timeout=0)
-            done = set(ready)
-            late = [i for i, ref in zip(workers, refs) if ref not in done]
-            self.__dict__["_hung"] = frozenset(late)
+        d = self.__dict__
+        timeout = self._command_timeout(what)
+        start = time.monotonic()
+        due = {i: start + timeout for i in workers}
+        pending = dict(zip(refs, workers))
+        answers: dict = {}
+        failures: dict = {}
+        if pending:  # the actors may still answer a while after their raylet died
+            self._check_ray(workers[0], what)
+        while pending:
+            ready, _ = ray.wait(list(pending), num_returns=len(pending), timeout=_SLICE)
+            if ready:
+                self._take(ray, ready, pending, what, answers, failures)
+                if not pending or (not keep_going and any(v[1] for v in failures.values())):
+                    break
+            self._check_ray(next(iter(pending.values())), what)
+            now = time.monotonic()
+            for ref, i in list(pending.items()):
+                if now < due[i]:
+                    continue
+                idle = self._idle(ray, i) if what != "start" else timeout
+                if idle is None or idle < timeout:  # None: done, its answer is on the way
+                    due[i] = time.monotonic() + (_SLICE if idle is None else timeout - idle)
+                    continue
+                del pending[ref]
+                d["_hung"] = d["_hung"] | {i}
+                hint = (
+                    f" (start_timeout=..., default {_START_TIMEOUT:g} s)"
+                    if what == "start"
+                    else " of its last sign of progress (timeout=..., default "
+                    f"$TORCHENV_BATCHED_TIMEOUT or {_TIMEOUT:g} s; env code may call "
+                    "torchenv.batched.heartbeat() to extend it)"
+                )
+                failures[i] = (
+                    W.WorkerError(
+                        f"{self._where(i)} did not answer {self._what(what)} within "
+                        f"{timeout:g} s{hint}",
+                        i,
+                        pid=self._pid(i),
+                    ),
+                    True,
+                )
+                if not keep_going:
+                    return answers, failures
+        return answers, failures
+
+    def _check_ray(self, i: int, what: Any) -> None:
+        """Raise ``WorkerError`` (naming worker ``i``, which waits) if the local Ray is dead."""
+        cause = _dead_local_ray()
+        if cause is not None:
             self._fail(
                 W.WorkerError(
-                    f"{self._where(late[0])} did not answer {self._what(what)} within "
-                    f"{timeout:g} s (timeout=...; $TORCHENV_BATCHED_TIMEOUT)",
-                    late[0],
-                    pid=self._pid(late[0]),
+                    f"{self._where(i)} cannot answer {self._what(what)}: {cause}; Ray must be "
+                    "started again (ray.shutdown(), then a new env)",
+                    i,
+                    cause,
+                    pid=self._pid(i),
                 )
             )
+
+    def _take(self, ray: Any, ready: list, pending: dict, what: Any, answers, failures) -> None:
+        """Move the ``ready`` refs' answers (or failures) out of ``pending``."""
+        try:
+            values = ray.get(ready)
         except Exception:
-            answers = [self._get_one(ray, ref, i, what) for i, ref in zip(workers, refs)]
-        failed = [i for i, (kind, _) in zip(workers, answers) if kind == "error"]
-        if failed:
-            infos = dict(zip(workers, answers))
-            first = failed[0]
-            name, msg, text = infos[first][1]
-            where = self._where(first)
-            err = W.WorkerError(
-                f"{where} raised {name} during {self._what(what)}: {msg}\n\n"
-                f"Traceback in {where}:\n{text}",
-                first,
-                text,
-                name,
-                pid=self._pid(first),
-            )
-            if len(failed) > 1:
-                err.args = (err.args[0] + f"\n(workers {failed[1:]} failed too)",)
-            raise err
-        return [value for _, value in answers]
+            values = [self._get_one(ray, ref, pending[ref], what) for ref in ready]
+        for ref, value in zip(ready, values):
+            i = pending.pop(ref)
+            if isinstance(value, W.WorkerError):
+                failures[i] = (value, True)
+            elif value[0] == "error":
+                name, msg, text = value[1]
+                where = self._where(i)
+                failures[i] = (
+                    W.WorkerError(
+                        f"{where} raised {name} during {self._what(what)}: {msg}\n\n"
+                        f"Traceback in {where}:\n{text}",
+                        i,
+                        text,
+                        name,
+                        pid=self._pid(i),
+                    ),
+                    False,
+                )
+            else:
+                answers[i] = value[1]
+
+    def _idle(self, ray: Any, i: int) -> float | None:
+        """Seconds since worker ``i``'s command started or last showed progress (asked from the
+        actor's ``"beat"`` thread); ``None`` if it has no command running (its answer is on the
+        way); ``inf`` if it cannot say."""
+        try:
+            actor = self.__dict__["_actors"][i]
+            ref = actor.idle.options(concurrency_group=BEAT_GROUP).remote()
+            return ray.get(ref, timeout=_IDLE_TIMEOUT)
+        except Exception:
+            return float("inf")
 
     @staticmethod
     def _what(what: Any) -> str:
         return what if isinstance(what, str) else W.op_name(what)
 
-    def _get_one(self, ray: Any, ref: Any, i: int, what: Any) -> tuple:
+    def _get_one(self, ray: Any, ref: Any, i: int, what: Any) -> Any:
+        """The answer of a ready ref, or the ``WorkerError`` of a lost actor."""
         try:
-            return ray.get(ref, timeout=self.timeout)
-        except ray.exceptions.RayActorError as err:
-            self._fail(
-                W.WorkerError(
-                    f"worker {i} (Ray actor) died during {self._what(what)}: {err}",
-                    i,
-                    str(err),
-                    type(err).__name__,
-                    pid=self._pid(i),
-                )
-            )
-        except ray.exceptions.RayError as err:
-            self._fail(
-                W.WorkerError(
-                    f"worker {i} (Ray actor) failed during {self._what(what)}: {err}",
-                    i,
-                    str(err),
-                    type(err).__name__,
-                    pid=self._pid(i),
-                )
+            return ray.get(ref, timeout=_IDLE_TIMEOUT)
+        except Exception as err:
+            how = "died" if isinstance(err, ray.exceptions.RayActorError) else "failed"
+            return W.WorkerError(
+                f"worker {i} (Ray actor) {how} during {self._what(what)}: {err}",
+                i,
+                str(err),
+                type(err).__name__,
+                pid=self._pid(i),
             )
 
     def _fail(self, err: W.WorkerError) -> None:
@@ -379,6 +553,21 @@ class RayParallelEnv(BatchedEnvBase):
         args: Sequence[Any] | None = None,
         reply: bool = False,
     ) -> list | None:
+        out = self._run(op, workers, args)
+        d = self.__dict__
+        restarter = d.get("_restarter")
+        if restarter is not None:
+            if restarter.restarted:  # restart_failed=True replaced some workers
+                out = after_restart(self, restarter, op, workers, args, out)
+            if op == W.OP_SEED:  # the seed of a restarted sub-env
+                seeds = d.setdefault("_sub_seeds", {})
+                for i, (seed, _) in zip(workers, args):
+                    seeds[i] = seed
+        return out
+
+    def _run(self, op: int, workers: Sequence[int], args: Sequence[Any] | None) -> list:
+        """Send ``op`` to ``workers`` and wait for their answers; the data commands' answers
+        go to the buffers (returns the workers whose ``"root"`` rows were written)."""
         self._check_usable()
         d = self.__dict__
         actors = d["_actors"]
@@ -395,14 +584,20 @@ class RayParallelEnv(BatchedEnvBase):
             if op in (W.OP_STEP, W.OP_STEP_AND_MAYBE_RESET) or (op == W.OP_RESET and arg[0]):
                 inputs = rows["in"][i]  # Ray serialises them now: the buffer may be reused
             refs.append(actors[i].run.remote(op, arg, inputs))
-        answers = self._gather(refs, workers, op)
+        restart = d.get("restart_failed") and op in W.COUNTED_OPS
+        answers = self._gather(refs, workers, op, restart)
+        # a restarted worker's answer is None: after_restart writes its rows
         if op == W.OP_STEP:
             for i, arrays in zip(workers, answers):
-                copy_arrays(rows["next"][i], arrays)
+                if arrays is not None:
+                    copy_arrays(rows["next"][i], arrays)
             return []
         if op == W.OP_STEP_AND_MAYBE_RESET:
             written = []
-            for i, (wrote, nxt, root) in zip(workers, answers):
+            for i, answer in zip(workers, answers):
+                if answer is None:
+                    continue
+                wrote, nxt, root = answer
                 copy_arrays(rows["next"][i], nxt)
                 if wrote:
                     copy_arrays(rows["root"][i], root)
@@ -410,21 +605,34 @@ class RayParallelEnv(BatchedEnvBase):
             return written
         if op == W.OP_RESET:
             for i, arrays in zip(workers, answers):
-                copy_arrays(rows["root"][i], arrays)
+                if arrays is not None:
+                    copy_arrays(rows["root"][i], arrays)
             return []
         return answers
 
     @_without_grad
     def _step(self, tensordict):
-        return super()._step(tensordict)
+        out = super()._step(tensordict)
+        if self.__dict__.get("restart_failed"):
+            rows, self.__dict__["_restarted_rows"] = self.__dict__.get("_restarted_rows"), set()
+            out.set(RESTART_KEY, restart_flags(self, rows))
+        return out
 
     @_without_grad
     def _reset(self, tensordict, **kwargs):
-        return super()._reset(tensordict, **kwargs)
+        out = super()._reset(tensordict, **kwargs)
+        if self.__dict__.get("restart_failed"):
+            out.set(RESTART_KEY, restart_flags(self, None))
+        return out
 
     @_without_grad
     def step_and_maybe_reset(self, tensordict):
-        return super().step_and_maybe_reset(tensordict)
+        tensordict, root = super().step_and_maybe_reset(tensordict)
+        if self.__dict__.get("restart_failed"):
+            rows, self.__dict__["_restarted_rows"] = self.__dict__.get("_restarted_rows"), set()
+            tensordict.get("next").set(RESTART_KEY, restart_flags(self, rows))
+            root.set(RESTART_KEY, restart_flags(self, None))
+        return tensordict, root
 
     # ------------------------------------------------------------------ async mode
     def async_step_send(
@@ -538,7 +746,13 @@ class RayParallelEnv(BatchedEnvBase):
         want = max(1, min(int(min_get), len(mine)))
         by_ref = {entry[0]: i for i, entry in mine.items()}
         refs = list(by_ref)
-        ready, rest = ray.wait(refs, num_returns=want, timeout=timeout)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:  # in slices: a dead local Ray is reported at once
+            left = _SLICE if deadline is None else min(_SLICE, deadline - time.monotonic())
+            ready, rest = ray.wait(refs, num_returns=want, timeout=max(0.0, left))
+            if len(ready) >= want or (deadline is not None and time.monotonic() >= deadline):
+                break
+            self._check_ray(by_ref[rest[0]], kind)
         if len(ready) < want:
             raise TimeoutError(
                 f"async_{kind}_recv: {len(ready)} of the {want} answers wanted arrived within "
@@ -572,6 +786,29 @@ class RayParallelEnv(BatchedEnvBase):
 
     def __repr__(self) -> str:
         return super().__repr__().replace("(num_workers", "(ray, num_workers", 1)
+
+
+class _Restarts:
+    """What :mod:`torchenv.batched._restart` reads from a worker pool (``after_restart``,
+    ``check_limit``), for a ``RayParallelEnv``: one actor per sub-env."""
+
+    def __init__(self, env: RayParallelEnv) -> None:
+        self._env = weakref.ref(env)
+        self.max_restarts = env.max_restarts
+        self.restarted: dict[int, tuple[str, int | None]] = {}  # worker: (cause, old pid)
+        self._restarts = [0] * env.num_workers
+        self._owner = list(range(env.num_workers))
+
+    @property
+    def broken(self) -> str | None:
+        return self._env().__dict__["_broken"]
+
+    @broken.setter
+    def broken(self, value: str | None) -> None:
+        self._env().__dict__["_broken"] = value
+
+    def run(self, op: int, workers: Sequence[int], args=None, reply: bool = False) -> Any:
+        return self._env()._run(op, workers, args)
 
 
 def _leaf(td: TensorDictBase, key: tuple) -> Any:

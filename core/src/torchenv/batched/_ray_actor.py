@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -28,6 +29,8 @@ from torchenv.batched import _worker as W
 from torchenv.batched._shared import BufferGroup, FlatBuffer
 
 __all__ = ["EnvWorker", "RemoteWorker", "as_arrays", "copy_arrays"]
+
+BEAT_GROUP = "beat"  # the actor's concurrency group that answers ``idle()`` during a command
 
 
 def as_arrays(rows: Sequence[tuple[tuple, torch.Tensor]]) -> list:
@@ -91,6 +94,8 @@ class EnvWorker:
     ) -> None:
         self.index = index
         self.runner: W.EnvRunner | None = None
+        self._started: float | None = None  # when the running command started
+        self._progress = 0.0  # when it started or last called heartbeat()
         self.init_error: tuple[str, str, str] | None = None
         try:
             env = create_env_fn(**create_env_kwargs)
@@ -127,10 +132,25 @@ class EnvWorker:
         """
         if self.init_error is not None:
             return "error", self.init_error
+        self._progress = self._started = time.monotonic()
         try:
             return "ok", self._run(op, arg, inputs)
         except BaseException as err:
             return "error", W.describe_exception(err)
+        finally:
+            self._started = None
+
+    def idle(self) -> float | None:
+        """Seconds since the running command started or last called
+        :func:`~torchenv.batched.heartbeat`; ``None`` when no command runs. Answered from
+        another thread (the actor's ``"beat"`` concurrency group) while ``run`` works."""
+        if self._started is None:
+            return None
+        return time.monotonic() - self._progress
+
+    def beat(self) -> None:
+        """Progress in the running command (what :func:`~torchenv.batched.heartbeat` calls)."""
+        self._progress = time.monotonic()
 
     def _run(self, op: int, arg: Any, inputs: Sequence[Any] | None) -> Any:
         runner = self.runner
@@ -195,4 +215,26 @@ class RemoteWorker(EnvWorker):
         if num_threads is not None:
             torch.set_num_threads(num_threads)
         torch.set_grad_enabled(False)
+        W._BEAT[:] = [_Beat(self), 0]  # heartbeat() in env code reaches beat()
         super().__init__(index, create_env_fn, create_env_kwargs, leaves)
+
+    def run(self, op: int, arg: Any = None, inputs: Sequence[Any] | None = None) -> tuple:
+        """:meth:`EnvWorker.run` without autograd (grad mode is per thread, and the actor
+        runs its methods in threads of its own: it has a ``"beat"`` concurrency group)."""
+        if torch.is_grad_enabled():
+            torch.set_grad_enabled(False)
+        return super().run(op, arg, inputs)
+
+
+class _Beat:
+    """Stands for the shared heartbeat counter of a ``ParallelEnv`` worker in an actor:
+    :func:`~torchenv.batched.heartbeat` increments ``self[slot]``, which calls ``beat()``."""
+
+    def __init__(self, worker: EnvWorker) -> None:
+        self.worker = worker
+
+    def __getitem__(self, slot: int) -> int:
+        return 0
+
+    def __setitem__(self, slot: int, value: int) -> None:
+        self.worker.beat()

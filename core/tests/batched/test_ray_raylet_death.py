@@ -35,25 +35,41 @@ def _processes_mentioning(text: str) -> list[int]:
 
 
 _SCRIPT = """
-import os, signal, sys, time
+import os, signal, sys, threading, time
 import ray
 import torch
 from ray._private import ray_constants, worker
 from torchenv.batched import RayParallelEnv, WorkerError
 from torchenv.envs.builtin import PendulumEnv
 
+
+class SlowPendulum(PendulumEnv):
+    def __init__(self, seconds=0.0):
+        super().__init__()
+        self.seconds = seconds
+
+    def _step(self, tensordict):
+        time.sleep(self.seconds)
+        return super()._step(tensordict)
+
+
 temp_dir, when = sys.argv[1], sys.argv[2]
 ray.init(num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1", _temp_dir=temp_dir,
          log_to_driver=False, configure_logging=False)
-env = RayParallelEnv(2, PendulumEnv, num_cpus=0.5, timeout=600)
+seconds = 300.0 if when == "during" else 0.0  # a step that outlasts the test's timeout
+env = RayParallelEnv(2, SlowPendulum, {"seconds": seconds}, num_cpus=0.5, timeout=600)
 td = env.reset().set("action", torch.zeros(2, 1))
 assert env.timeout == 600
 pids = env.worker_pids
 (raylet,) = worker._global_node.all_processes[ray_constants.PROCESS_TYPE_RAYLET]
-os.kill(raylet.process.pid, signal.SIGKILL)
+if when == "during":  # killed while step() waits
+    threading.Timer(3.0, os.kill, (raylet.process.pid, signal.SIGKILL)).start()
+else:
+    os.kill(raylet.process.pid, signal.SIGKILL)
+    raylet.process.wait(60)  # dead (the actors may still answer a while: direct calls)
 t0 = time.monotonic()
 try:
-    if when == "reset":
+    if when == "before":
         env.reset()
     else:
         env.step(td)
@@ -77,7 +93,7 @@ print("shutdown", round(time.monotonic() - t0, 1))
 
 @pytest.mark.slow
 @pytest.mark.timeout(240)  # the env's timeout is 600 s: a regression fails here, not hangs
-@pytest.mark.parametrize("when", ["reset"])  # the check before each command: step alike
+@pytest.mark.parametrize("when", ["before", "during"])
 def test_dead_raylet_is_reported_at_once(tmp_path, when):
     if importlib.util.find_spec("ray") is None:
         pytest.skip("RayParallelEnv tests need ray (pip install 'torchenv[ray]')")

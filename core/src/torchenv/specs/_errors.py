@@ -22,6 +22,10 @@ class SpecShapeError(SpecError, ValueError):
     """A spec was given a shape it cannot take (expand, Composite entries, stacking)."""
 
 
+class SpecStackError(SpecShapeError, RuntimeError):
+    """Specs that cannot be stacked together. Subclasses ``RuntimeError`` (what TorchRL raises)."""
+
+
 class SpecIndexError(SpecError, IndexError, ValueError):
     """A dim or index is out of range for a spec.
 

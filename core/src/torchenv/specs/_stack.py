@@ -15,7 +15,7 @@ import torch
 
 from torchenv.specs._base import TensorSpec
 from torchenv.specs._choice import Choice
-from torchenv.specs._errors import SpecShapeError
+from torchenv.specs._errors import SpecShapeError, SpecStackError
 from torchenv.specs._utils import normalize_dim
 
 
@@ -33,20 +33,21 @@ def _stack_leaves(specs: Sequence[TensorSpec], dim: int) -> TensorSpec:
     first = specs[0]
     for spec in specs[1:]:
         if type(spec) is not type(first):
-            raise SpecShapeError(
-                f"cannot stack specs of different types: {type(first).__name__} and {type(spec).__name__}"
+            raise SpecStackError(
+                "Stacking specs cannot occur: Found more than one type of specs in the list "
+                f"(different types: {type(first).__name__} and {type(spec).__name__})."
             )
         if spec.dtype != first.dtype:
-            raise SpecShapeError(
-                f"cannot stack specs with different dtypes: {first.dtype} and {spec.dtype}"
+            raise SpecStackError(
+                f"cannot stack specs: Dtypes differ (different dtypes: {first.dtype} and {spec.dtype})"
             )
         if spec.device != first.device:
             raise SpecShapeError(
                 f"cannot stack specs on different devices: {first.device} and {spec.device}"
             )
         if spec.ndim != first.ndim:
-            raise SpecShapeError(
-                f"cannot stack specs with different ndims: {first.shape} and {spec.shape}"
+            raise SpecStackError(
+                f"cannot stack specs: Ndims differ (different ndims: {first.shape} and {spec.shape})"
             )
     d = normalize_dim(dim, first.ndim + 1)
     if d > first.ndim - first._protected_dims:

@@ -131,6 +131,8 @@ def test_register_gym_as_torchrl_spells_it():
     env = gymnasium.make("TorchenvTestCartPole-v0")
     obs, info = env.reset(seed=0)
     assert isinstance(obs["observation"], torch.Tensor)  # to_numpy=False by default, as TorchRL
+    # as TorchRL's: a dict even for one entry, and an info entry is not an observation too
+    assert set(obs) == {"observation"} and "step_count" in info
     obs, _, terminated, truncated, info = env.step(1)
     assert int(info["step_count"]) == 1
     for _ in range(2):

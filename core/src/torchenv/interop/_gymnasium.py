@@ -30,7 +30,13 @@ __all__ = ["register_gym", "to_gymnasium"]
 class _Layout:
     """What the export reads and writes: one action key, one reward key, the observations."""
 
-    def __init__(self, env: EnvBase, to_numpy: bool = True, info_keys: Sequence[Any] = ()) -> None:
+    def __init__(
+        self,
+        env: EnvBase,
+        to_numpy: bool = True,
+        info_keys: Sequence[Any] = (),
+        dict_observations: bool = False,
+    ) -> None:
         self.to_numpy = to_numpy
         self.info_keys = list(info_keys)
         name = type(env).__name__
@@ -48,12 +54,20 @@ class _Layout:
         self.truncated_key = "truncated" if "truncated" in done_keys else None
         batch = env.batch_dims
         observation_spec = env.full_observation_spec
-        leaves = list(observation_spec.keys(True, True))
+        # the entries returned in info are not observations too
+        in_info = [key if isinstance(key, tuple) else (key,) for key in self.info_keys]
+        leaves = [
+            leaf
+            for leaf in observation_spec.keys(True, True)
+            if not any(_as_tuple(leaf)[: len(key)] == key for key in in_info)
+        ]
         if not leaves:
             raise TypeError(f"to_gymnasium needs an env with observations; {name} has none")
-        # One observation entry: its array; several: a (nested) dict of arrays.
-        self.single_key = leaves[0] if len(leaves) == 1 else None
+        # One observation entry: its array (unless dict_observations); several: a (nested) dict
+        self.single_key = leaves[0] if len(leaves) == 1 and not dict_observations else None
         unbatched = observation_spec[0] if batch else observation_spec
+        if len(leaves) != len(list(unbatched.keys(True, True))):
+            unbatched = unbatched.select(*leaves)
         action_spec = env.full_action_spec[self.action_key]
         action_spec = action_spec[0] if batch else action_spec
         self.observation_spec = unbatched[self.single_key] if self.single_key else unbatched
@@ -78,10 +92,14 @@ class _Layout:
         """The ``info_keys`` entries of ``td`` (``register_gym``), as numpy or tensors."""
         if not self.info_keys:
             return {}
-        return {
-            key: _copy(td.get(key)) if self.to_numpy else td.get(key).clone()
-            for key in self.info_keys
-        }
+        out = {}
+        for key in self.info_keys:
+            value = td.get(key)
+            if isinstance(value, TensorDictBase):
+                out[key] = _as_numpy(value) if self.to_numpy else value.clone().to_dict()
+            else:
+                out[key] = _copy(value) if self.to_numpy else value.clone()
+        return out
 
     def flags(self, next_td: TensorDictBase) -> tuple[np.ndarray, np.ndarray]:
         terminated = next_td.get(self.terminated_key).reshape(self.batch_size).cpu().numpy()
@@ -114,6 +132,10 @@ def _refuse_multi_agent(env: EnvBase) -> None:
         )
 
 
+def _as_tuple(key: Any) -> tuple:
+    return key if isinstance(key, tuple) else (key,)
+
+
 def _copy(tensor: Any) -> np.ndarray:
     return np.array(tensor.detach().cpu().numpy(), copy=True)
 
@@ -135,14 +157,23 @@ def _spaces(layout: _Layout, gymnasium: Any) -> tuple[Any, Any]:
     )
 
 
-def to_gymnasium(env: EnvBase, *, to_numpy: bool = True, info_keys: Sequence[Any] = ()) -> Any:
+def to_gymnasium(
+    env: EnvBase,
+    *,
+    to_numpy: bool = True,
+    info_keys: Sequence[Any] = (),
+    dict_observations: bool = False,
+) -> Any:
     """``env`` behind the gymnasium API.
 
     Args:
         env: a torchenv env (transforms included) with one action and one reward entry and
             batch size ``()`` (→ ``gymnasium.Env``) or ``(n,)`` (→ ``gymnasium.vector.VectorEnv``).
         to_numpy: observations as numpy arrays (default) or as tensors / TensorDicts.
-        info_keys: entries of the env's output to return in ``info`` (single env).
+        info_keys: entries of the env's output to return in ``info`` (single env), and not
+            among the observations.
+        dict_observations: a dict of observations even for one entry (``register_gym``'s
+            layout, as TorchRL's); by default one entry is returned as its array.
 
     Returns:
         The gymnasium env. Closing it closes ``env``.
@@ -163,7 +194,7 @@ def to_gymnasium(env: EnvBase, *, to_numpy: bool = True, info_keys: Sequence[Any
     if not isinstance(env, EnvBase):
         raise TypeError(f"to_gymnasium expects a torchenv EnvBase, got {type(env).__name__}")
     gymnasium = importlib.import_module("gymnasium")
-    layout = _Layout(env, to_numpy, info_keys)
+    layout = _Layout(env, to_numpy, info_keys, dict_observations)
     if env.batch_dims == 0:
         return _env_class(gymnasium)(env, layout)
     if env.batch_dims == 1:
@@ -304,7 +335,7 @@ def _make_exported(
         from torchenv.transforms import TransformedEnv
 
         env = TransformedEnv(env, transform)
-    return to_gymnasium(env, to_numpy=to_numpy, info_keys=info_keys)
+    return to_gymnasium(env, to_numpy=to_numpy, info_keys=info_keys, dict_observations=True)
 
 
 def register_gym(

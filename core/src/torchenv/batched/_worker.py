@@ -391,12 +391,13 @@ _BEAT: list = []  # in a worker process: [heartbeat slot view, its index]
 
 
 def heartbeat() -> None:
-    """Tell the ``ParallelEnv`` waiting on this worker that its long command is progressing.
+    """Tell the batched env waiting on this worker that its long command is progressing.
 
-    The parent declares a worker hung when a command has run for ``timeout`` seconds (default
-    60) since the worker's last heartbeat: env code with steps that may legitimately take
-    longer (a long physics integration, a planner) calls this now and then. A no-op outside a
-    ``ParallelEnv`` worker, so env code may call it unconditionally.
+    ``ParallelEnv`` and ``RayParallelEnv`` declare a worker hung when a command has run for
+    ``timeout`` seconds (default 60) since the worker's last heartbeat: env code with steps that
+    may legitimately take longer (a long physics integration, a planner) calls this now and
+    then. A no-op outside such a worker (a ``ParallelEnv`` process or a ``RayParallelEnv``
+    actor), so env code may call it unconditionally.
 
     Examples:
         >>> from torchenv.batched import heartbeat

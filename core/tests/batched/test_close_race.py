@@ -147,3 +147,20 @@ def test_close_racing_set_seed_reset_step(op):
 def test_close_during_serial_rollouts():
     outcomes = _trials(SerialEnv, _rollout, 100, 0.005, seed=2)
     assert outcomes["closed"] + outcomes["finished"] == 100
+
+
+def test_a_sub_envs_closed_error_after_a_close_is_reported_as_the_batched_envs():
+    # a step inside a sub-env that the concurrent close just closed raises the sub-env's own
+    # EnvClosedError; the batched env says it was closed, and that reset() starts again
+    from torchenv.batched._base import closed_error
+    from torchenv.envs import PendulumEnv
+
+    env = SerialEnv(2, PendulumEnv)
+    generation = env.__dict__["_generation"]
+    env.reset()
+    env.close()
+    inner = EnvClosedError("PendulumEnv is closed: make a new env to step again")
+    with pytest.raises(EnvClosedError, match=r"SerialEnv was closed .*reset\(\)") as info:
+        closed_error(env, generation, inner)
+    assert info.value.__cause__ is inner
+    closed_error(env, env.__dict__["_generation"], inner)  # no close in between: unchanged

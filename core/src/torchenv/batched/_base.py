@@ -62,9 +62,12 @@ def _stack_specs(specs: list[Composite]) -> Composite:
 
 def closed_error(env: BatchedEnvBase, generation: int, err: BaseException) -> None:
     """Raise :class:`EnvClosedError` (from ``err``) when ``env`` was closed since ``generation``:
-    a call that failed because another thread closed the env says so, whatever broke first."""
-    if isinstance(err, (W.EnvClosedError, W.WorkerError)):
+    a call that failed because another thread closed the env says so, whatever broke first (a
+    sub-environment's own ``EnvClosedError`` included)."""
+    if isinstance(err, W.WorkerError):
         return
+    if isinstance(err, W.EnvClosedError) and str(err).startswith(type(env).__name__):
+        return  # already this env's own
     if env.__dict__.get("_generation") != generation:
         raise W.EnvClosedError(
             f"{type(env).__name__} was closed (from another thread?) during the call; "

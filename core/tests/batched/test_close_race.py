@@ -159,8 +159,13 @@ def test_a_sub_envs_closed_error_after_a_close_is_reported_as_the_batched_envs()
     generation = env.__dict__["_generation"]
     env.reset()
     env.close()
-    inner = EnvClosedError("PendulumEnv is closed: make a new env to step again")
+    from torchenv.envs._closed import closed_error as sub_env_closed
+
+    inner = sub_env_closed(PendulumEnv())  # what a closed sub-environment raises
     with pytest.raises(EnvClosedError, match=r"SerialEnv was closed .*reset\(\)") as info:
         closed_error(env, generation, inner)
     assert info.value.__cause__ is inner
     closed_error(env, env.__dict__["_generation"], inner)  # no close in between: unchanged
+    # the env's own closed errors (and its views') are left as they are
+    closed_error(env, generation, sub_env_closed(env))
+    closed_error(env, generation, EnvClosedError("Cannot use an indexed view ... closed"))

@@ -66,8 +66,8 @@ def closed_error(env: BatchedEnvBase, generation: int, err: BaseException) -> No
     sub-environment's own ``EnvClosedError`` included)."""
     if isinstance(err, W.WorkerError):
         return
-    if isinstance(err, W.EnvClosedError) and str(err).startswith(type(env).__name__):
-        return  # already this env's own
+    if isinstance(err, W.EnvClosedError) and getattr(err, "closed_env_id", id(env)) == id(env):
+        return  # this env's own (or its views'): only a sub-environment's is translated
     if env.__dict__.get("_generation") != generation:
         raise W.EnvClosedError(
             f"{type(env).__name__} was closed (from another thread?) during the call; "

@@ -23,5 +23,8 @@ class EnvClosedError(RuntimeError):
 
 
 def closed_error(env: object) -> EnvClosedError:
-    """The error for a use of the closed ``env``."""
-    return EnvClosedError(f"{type(env).__name__} is closed: make a new env to step again")
+    """The error for a use of the closed ``env`` (``closed_env_id``: which env, for a batched env
+    that must tell its own closing from a closed sub-environment's)."""
+    error = EnvClosedError(f"{type(env).__name__} is closed: make a new env to step again")
+    error.closed_env_id = id(env)
+    return error
